@@ -1,0 +1,3 @@
+from curate.cli import main
+
+main()

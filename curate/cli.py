@@ -1,0 +1,195 @@
+"""The ``curate`` command line: one small command per stage, no logic of its own.
+
+Every user mistake becomes one line on stderr and a non-zero exit, never a traceback.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import sys
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+import click
+
+from curate import __version__
+from curate.errors import CurateError
+
+log = logging.getLogger("curate")
+
+
+class CurateGroup(click.Group):
+    """A click group whose errors are one line on stderr (exit 2 for usage, 1 otherwise)."""
+
+    def main(self, args: Any = None, prog_name: str | None = None, **extra: Any) -> Any:  # type: ignore[override]
+        extra.pop("standalone_mode", None)
+        try:
+            rv = super().main(args, prog_name or "curate", standalone_mode=False, **extra)
+        except click.exceptions.Exit as exc:
+            sys.exit(exc.exit_code)
+        except click.exceptions.Abort:
+            click.echo("curate: aborted", err=True)
+            sys.exit(130)
+        except click.UsageError as exc:
+            cmd = exc.ctx.command_path if exc.ctx else "curate"
+            click.echo(f"{cmd}: error: {exc.format_message()} (see '{cmd} --help')", err=True)
+            sys.exit(exc.exit_code)
+        except click.ClickException as exc:
+            click.echo(f"curate: error: {exc.format_message()}", err=True)
+            sys.exit(exc.exit_code)
+        except CurateError as exc:
+            click.echo(f"curate: error: {exc}", err=True)
+            sys.exit(1)
+        except KeyboardInterrupt:
+            click.echo("curate: interrupted; finished shards are kept, re-run to complete", err=True)
+            sys.exit(130)
+        if isinstance(rv, int):
+            sys.exit(rv)
+        sys.exit(0)
+
+
+def _setup_logging(verbose: int, quiet: bool) -> None:
+    level = logging.WARNING if quiet else (logging.DEBUG if verbose else logging.INFO)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("curate: %(message)s"))
+    root = logging.getLogger("curate")
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    root.propagate = False
+
+
+@click.group(cls=CurateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "--version", prog_name="curate")
+@click.option("-v", "--verbose", count=True, help="More log output (per-record warnings, debug lines).")
+@click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
+def cli(verbose: int, quiet: bool) -> None:
+    """curate: turn raw public text into a tokenized LLM training corpus.
+
+    Each command is one stage. Stages read and write dataset directories of Parquet
+    shards (open them with pandas.read_parquet); re-running a stage resumes it.
+    """
+    _setup_logging(verbose, quiet)
+
+
+def map_stage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The options every map stage takes: --in, --out, --workers, --overwrite, --keep-rejected."""
+    options = [
+        click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
+                     help="Input dataset directory, Parquet file or glob (repeatable)."),
+        click.option("--out", "out", required=True, metavar="DIR", help="Output dataset directory."),
+        click.option("--workers", type=click.IntRange(min=1), default=None,
+                     help="Worker processes [default: all cores]."),
+        click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming."),
+        click.option("--keep-rejected", is_flag=True, help="Also write dropped documents to OUT/rejected/ with a reason."),
+    ]  # fmt: skip
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _executor(workers: int | None) -> Any:
+    from curate.executor import make_executor
+
+    return make_executor("local", workers)
+
+
+def _report(stage: str, record: dict[str, Any], out: str) -> None:
+    from curate.dataset import summary_line
+
+    click.echo(summary_line(stage, record, record.get("wall_seconds", 0.0)))
+    click.echo(f"  output: {out}")
+
+
+def run_map(stage: Any, inputs: tuple[str, ...], out: str, workers: int | None, overwrite: bool, keep_rejected: bool, **kw: Any) -> dict[str, Any]:
+    """Run a map stage from CLI options and print its summary line."""
+    from curate.dataset import run_map_stage
+
+    record = run_map_stage(stage, list(inputs), out, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected, **kw)
+    _report(stage.name, record, out)
+    return record
+
+
+# --------------------------------------------------------------------------- download
+
+
+@cli.group()
+def download() -> None:
+    """Download source data: Pile-style subsets (hub or local files), CommonCrawl WARCs."""
+
+
+@download.command("pile")
+@click.option("--dataset", required=True, metavar="NAME|PATH",
+              help="Hub dataset name (streamed with `datasets`), or a local file, directory or glob "
+                   "of .jsonl, .jsonl.zst, .json.gz or .parquet files in the Pile layout.")
+@click.option("--subset", "subsets", multiple=True, metavar="NAME",
+              help="Keep this pile_set_name (repeatable; e.g. 'Wikipedia (en)' or Wikipedia) [default: all].")
+@click.option("--max-docs", type=click.IntRange(min=1), default=None, help="At most N documents per subset.")
+@click.option("--shard-docs", type=click.IntRange(min=1), default=10_000, show_default=True, help="Records per output shard.")
+@click.option("--out", required=True, metavar="DIR", help="Output dataset directory.")
+@click.option("--loader", type=click.Choice(["auto", "local", "hub"]), default="auto", show_default=True,
+              help="auto: local when the path exists, else the hub; hub also loads a local dataset directory through `datasets`.")
+@click.option("--split", default="train", show_default=True, help="Hub split.")
+@click.option("--config", "hub_config", default=None, help="Hub dataset configuration name.")
+@click.option("--allow-unknown-subsets", is_flag=True, help="Accept subset names that are not among the Pile's 22.")
+@click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming.")
+@click.option("--keep-rejected", is_flag=True, help="Write malformed records to OUT/rejected/ with their reason.")
+def download_pile(dataset: str, subsets: tuple[str, ...], max_docs: int | None, shard_docs: int, out: str, loader: str,
+                  split: str, hub_config: str | None, allow_unknown_subsets: bool, overwrite: bool, keep_rejected: bool) -> None:
+    """Pile-style subsets into a dataset directory (source = pile/<subset>).
+
+    Text is stored as read; repair Unicode with `curate clean` next. A malformed line is
+    counted under bad_record (file and line in the log) and skipped; a file that cannot
+    be read at all stops the command.
+
+    \b
+    Example:
+      curate download pile --dataset sample_data/pile --subset Wikipedia --subset ArXiv \\
+          --max-docs 100 --out out/pile
+    """  # noqa: D301
+    from curate.dataset import write_stream
+    from curate.stages.pile import pile_records
+
+    counters: Counter = Counter()
+    records = pile_records(dataset, subsets=list(subsets) or None, max_docs=max_docs, loader=loader, split=split,
+                           config=hub_config, allow_unknown_subsets=allow_unknown_subsets, counters=counters)
+    params = {"dataset": dataset, "subsets": sorted(subsets), "max_docs": max_docs, "shard_docs": shard_docs,
+              "loader": loader, "split": split, "config": hub_config}
+    record = write_stream(records, out, stage="download_pile", params=params, shard_docs=shard_docs,
+                          counters=counters, keep_rejected=keep_rejected, overwrite=overwrite, desc="download pile")
+    _report("download pile", record, out)
+
+
+# --------------------------------------------------------------------------- clean
+
+
+@cli.command("clean")
+@map_stage_options
+@click.option("--normalization", type=click.Choice(["NFC", "NFKC", "none"]), default="NFC", show_default=True,
+              help="Unicode normalisation form applied after repair.")
+@click.option("--max-blank-lines", type=click.IntRange(min=0), default=2, show_default=True,
+              help="Collapse longer runs of blank lines to this many.")
+def clean(inputs: tuple[str, ...], out: str, workers: int | None, overwrite: bool, keep_rejected: bool,
+          normalization: str, max_blank_lines: int) -> None:
+    """Repair Unicode (ftfy: mojibake, entities, control characters) and normalise whitespace.
+
+    Documents that are empty after cleaning are rejected with reason `empty`.
+
+    \b
+    Example:
+      curate clean --in out/pile --out out/clean
+    """
+    from curate.stages.clean import CleanStage
+
+    stage = CleanStage(normalization="" if normalization == "none" else normalization, max_blank_lines=max_blank_lines)
+    run_map(stage, inputs, out, workers, overwrite, keep_rejected)
+
+
+def main() -> None:
+    """Console entry point."""
+    cli.main()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

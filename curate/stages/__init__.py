@@ -1,0 +1,1 @@
+"""One module per stage; each maps documents to documents and counters (no files, no click)."""

@@ -1,0 +1,326 @@
+"""Pile-style subsets: JSON lines with ``text`` and ``meta.pile_set_name``, local or from the hub.
+
+Local files (``.jsonl``, ``.jsonl.zst``, ``.json.gz``, ``.jsonl.gz``, ``.parquet``) are read
+here directly, so that a malformed line can be counted under ``bad_record`` with its file
+and line number; hub datasets are streamed through Hugging Face ``datasets``. Both give
+the same :class:`Record` stream, in a deterministic order, which ``dataset.write_stream``
+cuts into shards.
+"""
+
+from __future__ import annotations
+
+import difflib
+import glob
+import gzip
+import io
+import json
+import logging
+import os
+import re
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, BinaryIO
+
+import pyarrow.parquet as pq
+import zstandard
+
+from curate.errors import CurateError
+
+log = logging.getLogger("curate")
+
+#: The 22 subsets of the Pile, as ``meta.pile_set_name`` spells them.
+PILE_SUBSETS = [
+    "Pile-CC", "PubMed Central", "Books3", "OpenWebText2", "ArXiv", "Github", "FreeLaw",
+    "StackExchange", "USPTO Backgrounds", "PubMed Abstracts", "Gutenberg (PG-19)",
+    "OpenSubtitles", "Wikipedia (en)", "DM Mathematics", "Ubuntu IRC", "BookCorpus2",
+    "EuroParl", "HackerNews", "YoutubeSubtitles", "PhilPapers", "NIH ExPorter", "Enron Emails",
+]  # fmt: skip
+SUFFIXES = (".jsonl", ".jsonl.zst", ".json.zst", ".jsonl.gz", ".json.gz", ".json", ".parquet")
+MAX_LINE_BYTES = int(os.environ.get("CURATE_MAX_LINE_BYTES", str(64 << 20)))
+_BAD_FILE_LINES = 20  # this many unparsable lines before any good one: not a JSON-lines file
+
+
+def subset_slug(name: str) -> str:
+    """``Wikipedia (en)`` -> ``Wikipedia``, ``Gutenberg (PG-19)`` -> ``Gutenberg_PG-19``."""
+    name = re.sub(r"\s*\(en\)\s*$", "", name.strip())
+    name = re.sub(r"\s*\(([^)]*)\)", r"_\1", name)
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("_") or "unknown"
+
+
+def _key(name: str) -> str:
+    return subset_slug(name).lower()
+
+
+def resolve_subsets(requested: list[str], allow_unknown: bool = False) -> dict[str, str]:
+    """Map each requested subset's key to its display name; unknown names are an error."""
+    known = {_key(n): n for n in PILE_SUBSETS}
+    out: dict[str, str] = {}
+    for name in requested:
+        k = _key(name)
+        if k in known:
+            out[k] = known[k]
+        elif allow_unknown:
+            out[k] = name
+        else:
+            close = difflib.get_close_matches(name, PILE_SUBSETS + [subset_slug(n) for n in PILE_SUBSETS], n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise CurateError(
+                f"unknown subset {name!r}{hint} Known Pile subsets: {', '.join(PILE_SUBSETS)} "
+                "(use --allow-unknown-subsets for a dataset with other names)"
+            )
+    return out
+
+
+@dataclass
+class Record:
+    """One input record: a document, or a rejected one with its ``reason``."""
+
+    doc: dict[str, Any]
+    reason: str | None = None
+
+
+def find_files(spec: str) -> tuple[list[Path], Path]:
+    """The data files a local ``--dataset`` names (file, directory or glob), and their root."""
+    p = Path(spec)
+    if p.is_file():
+        return [p], p.parent
+    if p.is_dir():
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES) and not f.name.startswith("."))
+        if not files:
+            raise CurateError(f"{spec}: no data files ({', '.join(SUFFIXES)}) in this directory")
+        return files, p
+    matches = sorted(Path(f) for f in glob.glob(spec, recursive=True) if Path(f).is_file())
+    if matches:
+        return matches, Path(os.path.commonpath([str(m.parent) for m in matches]))
+    raise CurateError(f"{spec}: no such file or directory")
+
+
+def is_local(spec: str) -> bool:
+    """Whether ``--dataset`` names local files (else it is a hub name)."""
+    return Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
+
+
+def _open_binary(path: Path) -> BinaryIO:
+    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
+    name = path.name
+    if name.endswith(".zst"):
+        dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+        return io.BufferedReader(dctx.stream_reader(raw, read_across_frames=True, closefd=True), buffer_size=1 << 20)  # type: ignore[arg-type]
+    if name.endswith(".gz"):
+        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
+    return raw
+
+
+def _lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """Yield (line number, line); a line longer than ``max_bytes`` yields None (skipped whole)."""
+    lineno = 0
+    while True:
+        line = fh.readline(max_bytes + 1)
+        if not line:
+            return
+        lineno += 1
+        if len(line) > max_bytes and not line.endswith(b"\n"):
+            while True:  # discard the rest of the over-long line without holding it
+                rest = fh.readline(1 << 20)
+                if not rest or rest.endswith(b"\n"):
+                    break
+            yield lineno, None
+            continue
+        yield lineno, line
+
+
+def _doc(text: Any, meta: Any, rid: str, source: str, url: Any = None) -> dict[str, Any]:
+    return {
+        "id": rid,
+        "text": text,
+        "source": source,
+        "url": url if isinstance(url, str) else None,
+        "meta": json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta is not None else None,
+    }
+
+
+def _subset_of(meta: Any) -> str | None:
+    if isinstance(meta, dict):
+        name = meta.get("pile_set_name")
+        return name if isinstance(name, str) and name else None
+    return None
+
+
+def _bad(rid: str, raw: str, reason: str = "bad_record") -> Record:
+    return Record(_doc(raw[:10_000], None, rid, "pile/unknown"), reason)
+
+
+def read_jsonl_file(path: Path, rel: str, counters: Counter, max_line_bytes: int = MAX_LINE_BYTES) -> Iterator[Record]:
+    """Records of one JSON-lines file (plain, .gz or .zst); bad lines counted, not fatal.
+
+    A file that cannot be decompressed, or whose first lines are all unparsable, stops the
+    stage with a one-line error naming it.
+    """
+    good = 0
+    bad_run = 0
+    try:
+        with _open_binary(path) as fh:
+            for lineno, line in _lines(fh, max_line_bytes):
+                rid = f"{rel}:{lineno}"
+                if line is None:
+                    counters["line_too_long"] += 1
+                    log.warning("%s:%d: line longer than %d bytes, skipped (line_too_long)", path, lineno, max_line_bytes)
+                    yield _bad(rid, "", "line_too_long")
+                    continue
+                if not line.strip():
+                    continue
+                try:
+                    text_line = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    text_line = line.decode("utf-8", errors="replace")
+                    counters["invalid_utf8_repaired"] += 1
+                try:
+                    row = json.loads(text_line)
+                except ValueError as exc:
+                    row, err = None, f"malformed JSON ({exc.msg} at column {exc.colno})"
+                else:
+                    err = None if isinstance(row, dict) else "not a JSON object"
+                if err is None and not isinstance(row.get("text"), str):
+                    err = "no string 'text' field"
+                if err is not None:
+                    bad_run += 1
+                    if good == 0 and bad_run >= _BAD_FILE_LINES:
+                        raise CurateError(f"{path}: not a JSON-lines file of documents (line {lineno}: {err})")
+                    counters["bad_record"] += 1
+                    log.warning("%s:%d: %s, skipped (bad_record)", path, lineno, err)
+                    yield _bad(rid, text_line)
+                    continue
+                good += 1
+                meta = row.get("meta")
+                yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
+    except (zstandard.ZstdError, OSError, EOFError, gzip.BadGzipFile) as exc:
+        raise CurateError(f"{path}: cannot read compressed data ({type(exc).__name__}: {exc})") from exc
+    if good == 0 and bad_run:
+        raise CurateError(f"{path}: not a JSON-lines file of documents (no line parsed)")
+
+
+def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Record]:
+    """Records of a Parquet file in the Pile layout (``text``, ``meta`` struct or JSON string)."""
+    try:
+        pf = pq.ParquetFile(path)
+    except Exception as exc:  # noqa: BLE001 - any failure to open is a bad file
+        raise CurateError(f"{path}: not a readable Parquet file ({exc})") from exc
+    if "text" not in pf.schema_arrow.names:
+        raise CurateError(f"{path}: no 'text' column (has: {', '.join(pf.schema_arrow.names)})")
+    cols = [c for c in ("text", "meta", "url") if c in pf.schema_arrow.names]
+    row_no = 0
+    for batch in pf.iter_batches(columns=cols, batch_size=1024):
+        for row in batch.to_pylist():
+            row_no += 1
+            rid = f"{rel}:{row_no}"
+            meta = row.get("meta")
+            if isinstance(meta, str):
+                try:
+                    meta = json.loads(meta)
+                except ValueError:
+                    meta = {"raw": meta}
+            if not isinstance(row.get("text"), str):
+                counters["bad_record"] += 1
+                yield _bad(rid, "")
+                continue
+            yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
+
+
+def iter_local(spec: str, counters: Counter) -> Iterator[Record]:
+    files, root = find_files(spec)
+    for f in files:
+        rel = f.relative_to(root).as_posix() if f.is_relative_to(root) else f.name
+        log.debug("reading %s", f)
+        if f.name.endswith(".parquet"):
+            yield from read_parquet_file(f, rel, counters)
+        else:
+            yield from read_jsonl_file(f, rel, counters)
+
+
+def iter_hub(name: str, split: str, config: str | None, counters: Counter) -> Iterator[Record]:
+    """Stream a hub dataset (or a local dataset directory) through ``datasets``."""
+    try:
+        import datasets
+    except ImportError as exc:  # pragma: no cover - a dependency
+        raise CurateError("the 'datasets' package is needed for hub datasets: pip install datasets") from exc
+    try:
+        ds = datasets.load_dataset(name, config, split=split, streaming=True)
+    except Exception as exc:  # noqa: BLE001 - hub errors come in many types
+        msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise CurateError(f"cannot load dataset {name!r} (split {split!r}) through datasets: {msg}") from exc
+    try:
+        for i, row in enumerate(ds):
+            rid = f"{name}:{split}:{i}"
+            meta = row.get("meta")
+            if isinstance(meta, str):
+                try:
+                    meta = json.loads(meta)
+                except ValueError:
+                    meta = {"raw": meta}
+            if not isinstance(row.get("text"), str):
+                counters["bad_record"] += 1
+                yield _bad(rid, "")
+                continue
+            yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
+    except CurateError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise CurateError(f"{name}: reading failed after {counters['records']:,} records: {msg}") from exc
+
+
+def pile_records(
+    dataset: str,
+    *,
+    subsets: list[str] | None = None,
+    max_docs: int | None = None,
+    loader: str = "auto",
+    split: str = "train",
+    config: str | None = None,
+    allow_unknown_subsets: bool = False,
+    counters: Counter | None = None,
+) -> Iterator[Record]:
+    """The filtered record stream: ``source`` set to ``pile/<subset>``, limits applied.
+
+    ``counters`` receives ``records``, ``skipped_subset`` (not asked for), ``over_max_docs``
+    and the per-subset counts under ``subset:<name>``.
+    """
+    counters = counters if counters is not None else Counter()
+    wanted = resolve_subsets(subsets, allow_unknown_subsets) if subsets else None
+    if loader == "auto":
+        loader = "local" if is_local(dataset) else "hub"
+    if loader == "local":
+        stream = iter_local(dataset, counters)
+    elif loader == "hub":
+        stream = iter_hub(dataset, split, config, counters)
+    else:
+        raise CurateError(f"unknown loader {loader!r}; choose auto, local or hub")
+    taken: Counter = Counter()
+    for rec in stream:
+        counters["records"] += 1
+        if rec.reason is not None:
+            yield rec
+            continue
+        name = _subset_of(json.loads(rec.doc["meta"]) if rec.doc["meta"] else None)
+        if name is None:
+            counters["no_subset"] += 1
+            name = "unknown"
+        key = _key(name)
+        if wanted is not None and key not in wanted:
+            counters["skipped_subset"] += 1
+            continue
+        if max_docs is not None and taken[key] >= max_docs:
+            counters["over_max_docs"] += 1
+            if wanted is not None and all(taken[k] >= max_docs for k in wanted):
+                return  # every requested subset is full: stop reading
+            continue
+        taken[key] += 1
+        rec.doc["source"] = f"pile/{subset_slug(name)}"
+        yield rec
+    if wanted is not None:
+        for key, display in wanted.items():
+            if taken[key] == 0:
+                log.warning("subset %r: no documents found in %s", display, dataset)
+                counters["empty_subsets"] += 1

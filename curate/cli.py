@@ -60,7 +60,7 @@ def _setup_logging(verbose: int, quiet: bool) -> None:
     root.propagate = False
 
 
-@click.group(cls=CurateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(name="curate", cls=CurateGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, "--version", prog_name="curate")
 @click.option("-v", "--verbose", count=True, help="More log output (per-record warnings, debug lines).")
 @click.option("-q", "--quiet", is_flag=True, help="Only warnings and errors on stderr.")
@@ -82,7 +82,7 @@ def map_stage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Worker processes [default: all cores]."),
         click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming."),
-        click.option("--keep-rejected", is_flag=True, help="Also write dropped documents to OUT/rejected/ with a reason."),
+        click.option("--keep-rejected", is_flag=True, help="Also write dropped documents to OUT/_rejected/ with a reason."),
     ]  # fmt: skip
     for opt in reversed(options):
         fn = opt(fn)
@@ -134,7 +134,7 @@ def download() -> None:
 @click.option("--config", "hub_config", default=None, help="Hub dataset configuration name.")
 @click.option("--allow-unknown-subsets", is_flag=True, help="Accept subset names that are not among the Pile's 22.")
 @click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming.")
-@click.option("--keep-rejected", is_flag=True, help="Write malformed records to OUT/rejected/ with their reason.")
+@click.option("--keep-rejected", is_flag=True, help="Write malformed records to OUT/_rejected/ with their reason.")
 def download_pile(dataset: str, subsets: tuple[str, ...], max_docs: int | None, shard_docs: int, out: str, loader: str,
                   split: str, hub_config: str | None, allow_unknown_subsets: bool, overwrite: bool, keep_rejected: bool) -> None:
     """Pile-style subsets into a dataset directory (source = pile/<subset>).

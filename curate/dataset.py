@@ -3,7 +3,8 @@
 Layout of a stage's output (DESIGN.md):
 
     OUT/part-00000.parquet           kept documents, one shard per input shard
-    OUT/rejected/part-00000.parquet  dropped documents with ``reason`` (--keep-rejected)
+    OUT/_rejected/part-00000.parquet dropped documents with ``reason`` (--keep-rejected;
+                                     the underscore keeps pandas.read_parquet(OUT) to kept rows)
     OUT/_stats/part-00000.json       per-shard counters
     OUT/_params.json                 the stage's parameters, written first
     OUT/_SUCCESS                     written last: merged stats and parameters
@@ -42,7 +43,7 @@ log = logging.getLogger("curate")
 SUCCESS = "_SUCCESS"
 PARAMS = "_params.json"
 STATS_DIR = "_stats"
-REJECTED_DIR = "rejected"
+REJECTED_DIR = "_rejected"
 ERRORS_DIR = "_errors"
 BATCH_ROWS = int(os.environ.get("CURATE_BATCH_ROWS", "1024"))
 _DICT_COLUMNS = ("source", "lang", "reason")
@@ -621,7 +622,7 @@ def write_stream(
     """Cut a deterministic stream of records (``.doc`` and ``.reason``) into shards.
 
     Shard ``k`` holds records ``k*shard_docs`` to ``(k+1)*shard_docs - 1`` of the stream
-    (kept ones in ``part-k``, rejected ones in ``rejected/part-k``). On a re-run the stream is read
+    (kept ones in ``part-k``, rejected ones in ``_rejected/part-k``). On a re-run the stream is read
     again but shards that exist are not rewritten. ``counters`` is a live mapping the
     stream updates; each shard records what changed while it filled.
     """

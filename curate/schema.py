@@ -32,7 +32,7 @@ REQUIRED_COLUMNS = ("id", "text", "source")
 
 
 def rejected_schema(schema: pa.Schema) -> pa.Schema:
-    """Schema of a stage's ``rejected/`` shards: the documents plus ``reason``."""
+    """Schema of a stage's ``_rejected/`` shards: the documents plus ``reason``."""
     if "reason" in schema.names:
         return schema
     return schema.append(pa.field("reason", pa.string(), nullable=False))

@@ -102,12 +102,60 @@ def is_local(spec: str) -> bool:
     return Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
 
 
+class ZstdFrames(io.RawIOBase):
+    """Decompresses a (multi-frame) zstd file, raising ``EOFError`` when it is truncated.
+
+    ``zstandard``'s stream reader returns short data without an error when the last frame
+    is cut off; this reader tracks frame ends, so a truncated download is never taken for
+    a complete file. Checksums in the frames are verified by the decompressor.
+    """
+
+    def __init__(self, raw: BinaryIO, chunk: int = 1 << 20) -> None:
+        self.raw, self.chunk = raw, chunk
+        self.dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
+        self.dobj = self.dctx.decompressobj()
+        self.buf = b""
+        self.in_frame = False
+        self.done = False
+
+    def readable(self) -> bool:
+        return True
+
+    def _fill(self) -> None:
+        while not self.buf and not self.done:
+            data = self.raw.read(self.chunk)
+            if not data:
+                if self.in_frame:
+                    raise EOFError("truncated zstd stream (the last frame is incomplete)")
+                self.done = True
+                return
+            while data:
+                self.in_frame = True
+                self.buf += self.dobj.decompress(data)
+                if self.dobj.eof:
+                    data = self.dobj.unused_data
+                    self.dobj = self.dctx.decompressobj()
+                    self.in_frame = False
+                else:
+                    data = b""
+
+    def readinto(self, b: Any) -> int:
+        self._fill()
+        n = min(len(b), len(self.buf))
+        b[:n] = self.buf[:n]
+        self.buf = self.buf[n:]
+        return n
+
+    def close(self) -> None:
+        self.raw.close()
+        super().close()
+
+
 def _open_binary(path: Path) -> BinaryIO:
     raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
     name = path.name
     if name.endswith(".zst"):
-        dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
-        return io.BufferedReader(dctx.stream_reader(raw, read_across_frames=True, closefd=True), buffer_size=1 << 20)  # type: ignore[arg-type]
+        return io.BufferedReader(ZstdFrames(raw), buffer_size=1 << 20)  # type: ignore[return-value]
     if name.endswith(".gz"):
         return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
     return raw

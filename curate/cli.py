@@ -5,7 +5,6 @@ Every user mistake becomes one line on stderr and a non-zero exit, never a trace
 
 from __future__ import annotations
 
-import functools
 import logging
 import sys
 from collections import Counter
@@ -83,6 +82,9 @@ def map_stage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
                      help="Worker processes [default: all cores]."),
         click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming."),
         click.option("--keep-rejected", is_flag=True, help="Also write dropped documents to OUT/_rejected/ with a reason."),
+        click.option("--only-sources", "only_sources", default=None, metavar="GLOBS",
+                     help="Apply the stage only to these sources (comma-separated globs, e.g. 'cc/*'); "
+                          "other documents pass through unchanged."),
     ]  # fmt: skip
     for opt in reversed(options):
         fn = opt(fn)
@@ -102,11 +104,29 @@ def _report(stage: str, record: dict[str, Any], out: str) -> None:
     click.echo(f"  output: {out}")
 
 
-def run_map(stage: Any, inputs: tuple[str, ...], out: str, workers: int | None, overwrite: bool, keep_rejected: bool, **kw: Any) -> dict[str, Any]:
+def run_map(
+    stage: Any,
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None = None,
+    **kw: Any,
+) -> dict[str, Any]:
     """Run a map stage from CLI options and print its summary line."""
     from curate.dataset import run_map_stage
 
-    record = run_map_stage(stage, list(inputs), out, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected, **kw)
+    record = run_map_stage(
+        stage,
+        list(inputs),
+        out,
+        executor=_executor(workers),
+        overwrite=overwrite,
+        keep_rejected=keep_rejected,
+        only_sources=[only_sources] if only_sources else None,
+        **kw,
+    )
     _report(stage.name, record, out)
     return record
 
@@ -120,23 +140,48 @@ def download() -> None:
 
 
 @download.command("pile")
-@click.option("--dataset", required=True, metavar="NAME|PATH",
-              help="Hub dataset name (streamed with `datasets`), or a local file, directory or glob "
-                   "of .jsonl, .jsonl.zst, .json.gz or .parquet files in the Pile layout.")
-@click.option("--subset", "subsets", multiple=True, metavar="NAME",
-              help="Keep this pile_set_name (repeatable; e.g. 'Wikipedia (en)' or Wikipedia) [default: all].")
+@click.option(
+    "--dataset",
+    required=True,
+    metavar="NAME|PATH",
+    help="Hub dataset name (streamed with `datasets`), or a local file, directory or glob "
+    "of .jsonl, .jsonl.zst, .json.gz or .parquet files in the Pile layout.",
+)
+@click.option(
+    "--subset",
+    "subsets",
+    multiple=True,
+    metavar="NAME",
+    help="Keep this pile_set_name (repeatable; e.g. 'Wikipedia (en)' or Wikipedia) [default: all].",
+)
 @click.option("--max-docs", type=click.IntRange(min=1), default=None, help="At most N documents per subset.")
 @click.option("--shard-docs", type=click.IntRange(min=1), default=10_000, show_default=True, help="Records per output shard.")
 @click.option("--out", required=True, metavar="DIR", help="Output dataset directory.")
-@click.option("--loader", type=click.Choice(["auto", "local", "hub"]), default="auto", show_default=True,
-              help="auto: local when the path exists, else the hub; hub also loads a local dataset directory through `datasets`.")
+@click.option(
+    "--loader",
+    type=click.Choice(["auto", "local", "hub"]),
+    default="auto",
+    show_default=True,
+    help="auto: local when the path exists, else the hub; hub also loads a local dataset directory through `datasets`.",
+)
 @click.option("--split", default="train", show_default=True, help="Hub split.")
 @click.option("--config", "hub_config", default=None, help="Hub dataset configuration name.")
 @click.option("--allow-unknown-subsets", is_flag=True, help="Accept subset names that are not among the Pile's 22.")
 @click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming.")
 @click.option("--keep-rejected", is_flag=True, help="Write malformed records to OUT/_rejected/ with their reason.")
-def download_pile(dataset: str, subsets: tuple[str, ...], max_docs: int | None, shard_docs: int, out: str, loader: str,
-                  split: str, hub_config: str | None, allow_unknown_subsets: bool, overwrite: bool, keep_rejected: bool) -> None:
+def download_pile(
+    dataset: str,
+    subsets: tuple[str, ...],
+    max_docs: int | None,
+    shard_docs: int,
+    out: str,
+    loader: str,
+    split: str,
+    hub_config: str | None,
+    allow_unknown_subsets: bool,
+    overwrite: bool,
+    keep_rejected: bool,
+) -> None:
     """Pile-style subsets into a dataset directory (source = pile/<subset>).
 
     Text is stored as read; repair Unicode with `curate clean` next. A malformed line is
@@ -152,12 +197,36 @@ def download_pile(dataset: str, subsets: tuple[str, ...], max_docs: int | None, 
     from curate.stages.pile import pile_records
 
     counters: Counter = Counter()
-    records = pile_records(dataset, subsets=list(subsets) or None, max_docs=max_docs, loader=loader, split=split,
-                           config=hub_config, allow_unknown_subsets=allow_unknown_subsets, counters=counters)
-    params = {"dataset": dataset, "subsets": sorted(subsets), "max_docs": max_docs, "shard_docs": shard_docs,
-              "loader": loader, "split": split, "config": hub_config}
-    record = write_stream(records, out, stage="download_pile", params=params, shard_docs=shard_docs,
-                          counters=counters, keep_rejected=keep_rejected, overwrite=overwrite, desc="download pile")
+    records = pile_records(
+        dataset,
+        subsets=list(subsets) or None,
+        max_docs=max_docs,
+        loader=loader,
+        split=split,
+        config=hub_config,
+        allow_unknown_subsets=allow_unknown_subsets,
+        counters=counters,
+    )
+    params = {
+        "dataset": dataset,
+        "subsets": sorted(subsets),
+        "max_docs": max_docs,
+        "shard_docs": shard_docs,
+        "loader": loader,
+        "split": split,
+        "config": hub_config,
+    }
+    record = write_stream(
+        records,
+        out,
+        stage="download_pile",
+        params=params,
+        shard_docs=shard_docs,
+        counters=counters,
+        keep_rejected=keep_rejected,
+        overwrite=overwrite,
+        desc="download pile",
+    )
     _report("download pile", record, out)
 
 
@@ -166,12 +235,26 @@ def download_pile(dataset: str, subsets: tuple[str, ...], max_docs: int | None, 
 
 @cli.command("clean")
 @map_stage_options
-@click.option("--normalization", type=click.Choice(["NFC", "NFKC", "none"]), default="NFC", show_default=True,
-              help="Unicode normalisation form applied after repair.")
-@click.option("--max-blank-lines", type=click.IntRange(min=0), default=2, show_default=True,
-              help="Collapse longer runs of blank lines to this many.")
-def clean(inputs: tuple[str, ...], out: str, workers: int | None, overwrite: bool, keep_rejected: bool,
-          normalization: str, max_blank_lines: int) -> None:
+@click.option(
+    "--normalization",
+    type=click.Choice(["NFC", "NFKC", "none"]),
+    default="NFC",
+    show_default=True,
+    help="Unicode normalisation form applied after repair.",
+)
+@click.option(
+    "--max-blank-lines", type=click.IntRange(min=0), default=2, show_default=True, help="Collapse longer runs of blank lines to this many."
+)
+def clean(
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None,
+    normalization: str,
+    max_blank_lines: int,
+) -> None:
     """Repair Unicode (ftfy: mojibake, entities, control characters) and normalise whitespace.
 
     Documents that are empty after cleaning are rejected with reason `empty`.
@@ -183,7 +266,20 @@ def clean(inputs: tuple[str, ...], out: str, workers: int | None, overwrite: boo
     from curate.stages.clean import CleanStage
 
     stage = CleanStage(normalization="" if normalization == "none" else normalization, max_blank_lines=max_blank_lines)
-    run_map(stage, inputs, out, workers, overwrite, keep_rejected)
+    run_map(stage, inputs, out, workers, overwrite, keep_rejected, only_sources)
+
+
+# --------------------------------------------------------------------------- extract (issue 3)
+
+# --------------------------------------------------------------------------- langid, filter (issue 4)
+
+# --------------------------------------------------------------------------- quality (issue 5)
+
+# --------------------------------------------------------------------------- dedup (issue 6)
+
+# --------------------------------------------------------------------------- decontam (issue 7)
+
+# --------------------------------------------------------------------------- tokenize, inspect, blend (issue 8)
 
 
 def main() -> None:

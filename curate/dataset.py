@@ -36,7 +36,7 @@ import pyarrow.parquet as pq
 from curate import __version__
 from curate.errors import CurateError
 from curate.executor import Executor, LocalExecutor
-from curate.schema import REQUIRED_COLUMNS, conform, rejected_schema
+from curate.schema import REQUIRED_COLUMNS, conform, rejected_schema, source_matcher
 
 log = logging.getLogger("curate")
 
@@ -101,7 +101,11 @@ class ShardWriter:
         dict_cols = [c for c in _DICT_COLUMNS if c in schema.names]
         try:
             self._writer = pq.ParquetWriter(
-                self.tmp, schema, compression="zstd", use_dictionary=dict_cols or False, write_statistics=["id"] if "id" in schema.names else False
+                self.tmp,
+                schema,
+                compression="zstd",
+                use_dictionary=dict_cols or False,
+                write_statistics=["id"] if "id" in schema.names else False,
             )
         except OSError as exc:
             raise CurateError(f"cannot write {self.path}: {exc}") from exc
@@ -217,7 +221,9 @@ class ShardStats:
         t = pa.table(
             {
                 "reason": table.column("reason"),
-                "source": pc.fill_null(table.column("source"), "") if "source" in table.column_names else pa.nulls(table.num_rows, pa.string()).fill_null(""),
+                "source": pc.fill_null(table.column("source"), "")
+                if "source" in table.column_names
+                else pa.nulls(table.num_rows, pa.string()).fill_null(""),
                 "b": pc.binary_length(table.column("text")),
             }
         )
@@ -249,7 +255,17 @@ class ShardStats:
 
 def merge_stats(shards: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """Merge per-shard stats dicts into one (sums; ``seconds`` becomes CPU seconds)."""
-    total: dict[str, Any] = {"shards": 0, "docs_in": 0, "bytes_in": 0, "docs_out": 0, "bytes_out": 0, "rejected": {}, "per_source": {}, "counters": {}, "seconds": 0.0}
+    total: dict[str, Any] = {
+        "shards": 0,
+        "docs_in": 0,
+        "bytes_in": 0,
+        "docs_out": 0,
+        "bytes_out": 0,
+        "rejected": {},
+        "per_source": {},
+        "counters": {},
+        "seconds": 0.0,
+    }
     for s in shards:
         total["shards"] += 1
         merge_counts(total, {k: v for k, v in s.items() if k not in ("shard", "inputs")})
@@ -264,10 +280,7 @@ def summary_line(stage: str, stats: dict[str, Any], seconds: float) -> str:
     reasons = sorted(stats.get("rejected", {}).items(), key=lambda kv: -kv[1]["docs"])
     top = ", ".join(f"{r} {v['docs']:,}" for r, v in reasons[:4])
     more = f" +{len(reasons) - 4} more" if len(reasons) > 4 else ""
-    line = (
-        f"{stage}: {din:,} -> {dout:,} docs{pct}, {_mb(stats.get('bytes_in', 0))} -> {_mb(stats.get('bytes_out', 0))}, "
-        f"{seconds:.1f} s"
-    )
+    line = f"{stage}: {din:,} -> {dout:,} docs{pct}, {_mb(stats.get('bytes_in', 0))} -> {_mb(stats.get('bytes_out', 0))}, {seconds:.1f} s"
     return line + (f"; rejected: {top}{more}" if top else "")
 
 
@@ -511,6 +524,27 @@ class _MapJob:
     keep_rejected: bool
     stage_name: str
     params: dict[str, Any]
+    only_sources: list[str] | None = None
+
+
+def _apply_to_sources(stage: Any, table: pa.Table, patterns: list[str]) -> MapResult:
+    """Run ``stage`` on the rows whose source matches; the others pass through unchanged."""
+    match = source_matcher(patterns)
+    sources = table.column("source").to_pylist()
+    mask = pa.array([match(s) for s in sources], pa.bool_())
+    n_match = sum(mask.to_pylist())
+    if n_match == table.num_rows:
+        return stage(table)
+    res = stage(table.filter(mask))
+    rest = table.filter(pc.invert(mask))
+    kept = res.kept
+    for f in kept.schema:
+        if f.name not in rest.column_names:
+            rest = rest.append_column(f, pa.nulls(rest.num_rows, f.type))
+    kept = pa.concat_tables([kept, rest.select(kept.column_names).cast(kept.schema)])
+    counters = dict(res.counters)
+    counters["passed_through"] = counters.get("passed_through", 0) + rest.num_rows
+    return MapResult(kept, res.rejected, counters)
 
 
 def _map_shard(job: _MapJob) -> dict[str, Any]:
@@ -527,7 +561,7 @@ def _map_shard(job: _MapJob) -> dict[str, Any]:
                 check_columns(job.input, table.schema)
                 first = False
             stats.add_in(table)
-            res = job.stage(table)
+            res = _apply_to_sources(job.stage, table, job.only_sources) if job.only_sources else job.stage(table)
             stats.add_out(res.kept)
             kept_w.write(res.kept)
             if res.rejected is not None and res.rejected.num_rows:
@@ -570,23 +604,30 @@ def run_map_stage(
     keep_rejected: bool = False,
     extra_params: dict[str, Any] | None = None,
     finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    only_sources: list[str] | None = None,
 ) -> dict[str, Any]:
     """Run ``stage`` over every shard of ``inputs`` into ``out``; resume what exists.
 
     Returns the ``_SUCCESS`` record; ``finish(merged)`` may return stage-wide entries for it.
+    ``only_sources`` (globs) limits the stage to matching sources; other rows pass through.
     """
     files = resolve_inputs(inputs)
     params = {
         "_stage": stage.name,
         "inputs": [str(Path(i)) for i in inputs],
         "keep_rejected": keep_rejected,
+        "only_sources": only_sources or None,
         **stage.params(),
         **(extra_params or {}),
     }
     od = OutputDir(out, stage.name, params, overwrite)
     od.prepare()
     names = [shard_name(i) for i in range(len(files))]
-    pending = [_MapJob(stage, f, od.path, n, keep_rejected, stage.name, od.params) for f, n in zip(files, names) if not od.is_done(n)]
+    pending = [
+        _MapJob(stage, f, od.path, n, keep_rejected, stage.name, od.params, only_sources or None)
+        for f, n in zip(files, names)
+        if not od.is_done(n)
+    ]
     if not pending and od.complete:
         record = read_success(od.path)
         log.info("%s: %s is complete; nothing to do (use --overwrite to redo)", stage.name, od.path)
@@ -626,10 +667,10 @@ def write_stream(
     again but shards that exist are not rewritten. ``counters`` is a live mapping the
     stream updates; each shard records what changed while it filled.
     """
-    from curate.schema import BASE_SCHEMA
     from tqdm import tqdm
 
     from curate.executor import show_progress_bar
+    from curate.schema import BASE_SCHEMA
 
     if shard_docs < 1:
         raise CurateError(f"--shard-docs must be at least 1, got {shard_docs}")

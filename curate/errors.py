@@ -13,6 +13,5 @@ class ShardError(CurateError):
         first = "; ".join(f"{name}: {msg}" for name, msg in failures[:3])
         more = f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
         super().__init__(
-            f"{stage}: {len(failures)} of {total} shard(s) failed: {first}{more}; "
-            "finished shards are kept, re-run to complete the rest"
+            f"{stage}: {len(failures)} of {total} shard(s) failed: {first}{more}; finished shards are kept, re-run to complete the rest"
         )

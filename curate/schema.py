@@ -67,3 +67,36 @@ def conform(table: pa.Table) -> pa.Table:
 def empty_documents(extra: list[pa.Field] | None = None) -> pa.Table:
     """An empty table with the base columns (and ``extra`` ones)."""
     return pa.schema(BASE_FIELDS + list(extra or [])).empty_table()
+
+
+def source_matcher(patterns: list[str] | str | None):
+    """A predicate ``source -> bool`` for glob patterns like ``pile/*,cc/*`` (None: all)."""
+    import fnmatch
+    import re
+
+    if patterns is None:
+        return lambda source: True
+    if isinstance(patterns, str):
+        patterns = [patterns]
+    pats = [p.strip() for item in patterns for p in item.split(",") if p.strip()]
+    if not pats:
+        return lambda source: True
+    rx = re.compile("|".join(f"(?:{fnmatch.translate(p)})" for p in pats))
+    return lambda source: bool(rx.match(source or ""))
+
+
+def source_rank(priority: list[str] | str | None):
+    """``source -> rank`` for an ordered list of sources or globs (lower ranks first; unlisted last)."""
+    import fnmatch
+
+    if isinstance(priority, str):
+        priority = [priority]
+    pats = [p.strip() for item in (priority or []) for p in item.split(",") if p.strip()]
+
+    def rank(source: str) -> int:
+        for i, p in enumerate(pats):
+            if source == p or fnmatch.fnmatchcase(source or "", p):
+                return i
+        return len(pats)
+
+    return rank

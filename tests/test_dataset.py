@@ -184,14 +184,23 @@ def test_killed_map_stage_rerun_gives_identical_output(tmp_path):
     src = make_dataset(tmp_path / "in", shards=24, per_shard=400)
     env = {**os.environ, "CURATE_PROGRESS": "log"}
     ref = tmp_path / "ref"
-    subprocess.run(_curate("clean", "--in", src, "--out", ref, "--workers", "1", "--keep-rejected"), check=True, env=env, capture_output=True)
+    subprocess.run(
+        _curate("clean", "--in", src, "--out", ref, "--workers", "1", "--keep-rejected"), check=True, env=env, capture_output=True
+    )
     out = tmp_path / "out"
-    proc = subprocess.Popen(_curate("clean", "--in", src, "--out", out, "--workers", "2", "--keep-rejected"), env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        _curate("clean", "--in", src, "--out", out, "--workers", "2", "--keep-rejected"),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     done_at_kill = _kill_when(proc, out, "part-*.parquet", 3)
     assert 0 < done_at_kill < 24, "the kill must land mid-run"
     assert not (out / "_SUCCESS").exists()
-    subprocess.run(_curate("clean", "--in", src, "--out", out, "--workers", "2", "--keep-rejected"), check=True, env=env, capture_output=True)
+    subprocess.run(
+        _curate("clean", "--in", src, "--out", out, "--workers", "2", "--keep-rejected"), check=True, env=env, capture_output=True
+    )
     assert digest_dir(out) == digest_dir(ref)
     assert not list(out.rglob(".*tmp*"))
     ids = pd.read_parquet(out)["id"]
@@ -208,7 +217,9 @@ def test_killed_download_rerun_gives_identical_output(tmp_path):
     args = ("download", "pile", "--dataset", d, "--shard-docs", "300")
     subprocess.run(_curate(*args, "--out", ref), check=True, env=env, capture_output=True)
     out = tmp_path / "out"
-    proc = subprocess.Popen(_curate(*args, "--out", out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    proc = subprocess.Popen(
+        _curate(*args, "--out", out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+    )
     n = _kill_when(proc, out, "part-*.parquet", 5)
     assert 0 < n < 40
     subprocess.run(_curate(*args, "--out", out), check=True, env=env, capture_output=True)

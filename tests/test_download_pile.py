@@ -34,8 +34,20 @@ def test_download_all_subsets(run, small_pile, tmp_path):
 
 
 def test_subset_filter_and_max_docs(run, small_pile, tmp_path):
-    run("download", "pile", "--dataset", small_pile, "--subset", "Wikipedia", "--subset", "Github", "--max-docs", "30",
-        "--out", tmp_path / "out")
+    run(
+        "download",
+        "pile",
+        "--dataset",
+        small_pile,
+        "--subset",
+        "Wikipedia",
+        "--subset",
+        "Github",
+        "--max-docs",
+        "30",
+        "--out",
+        tmp_path / "out",
+    )
     df = pd.read_parquet(tmp_path / "out")
     assert df["source"].value_counts().to_dict() == {"pile/Wikipedia": 30, "pile/Github": 30}
     rec = read_success(tmp_path / "out")
@@ -155,8 +167,20 @@ def test_hub_name_that_cannot_load(run, tmp_path, monkeypatch):
 
 @pytest.mark.skipif(not (SAMPLE / "pile").exists(), reason="sample_data/pile not built")
 def test_sample_data_subsets(run, tmp_path):
-    run("download", "pile", "--dataset", SAMPLE / "pile", "--subset", "Wikipedia (en)", "--subset", "Gutenberg (PG-19)",
-        "--max-docs", "25", "--out", tmp_path / "o")
+    run(
+        "download",
+        "pile",
+        "--dataset",
+        SAMPLE / "pile",
+        "--subset",
+        "Wikipedia (en)",
+        "--subset",
+        "Gutenberg (PG-19)",
+        "--max-docs",
+        "25",
+        "--out",
+        tmp_path / "o",
+    )
     df = pd.read_parquet(tmp_path / "o")
     assert df["source"].value_counts().to_dict() == {"pile/Wikipedia": 25, "pile/Gutenberg_PG-19": 25}
 

@@ -277,6 +277,94 @@ def clean(
 
 # --------------------------------------------------------------------------- dedup (issue 6)
 
+
+@cli.group()
+def dedup() -> None:
+    """Remove exact and near duplicates across all inputs together (global stages)."""
+
+
+def _dedup_common(fn: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
+                     help="Input dataset directory (repeatable: all inputs are deduplicated together)."),
+        click.option("--out", required=True, metavar="DIR", help="Output dataset directory (work files under OUT/_work/)."),
+        click.option("--priority", default="", metavar="SRC,...",
+                     help="Ordered sources or globs, best first (e.g. 'pile/Wikipedia,pile/*,cc/*'): "
+                          "a cluster keeps its document from the best source."),
+        click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores]."),
+        click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming."),
+        click.option("--keep-rejected", is_flag=True, help="Write removed duplicates to OUT/_rejected/ with reason and dup_of."),
+    ]  # fmt: skip
+    for opt in reversed(options):
+        fn = opt(fn)
+    return fn
+
+
+def _split_list(value: str) -> list[str]:
+    return [p.strip() for p in value.split(",") if p.strip()]
+
+
+@dedup.command("exact")
+@_dedup_common
+@click.option("--normalize", default="lower,whitespace", show_default=True, metavar="OPS",
+              help="Normalisations before hashing: any of lower, whitespace, punct (comma-separated; '' for none).")
+def dedup_exact(inputs: tuple[str, ...], out: str, priority: str, workers: int | None, overwrite: bool, keep_rejected: bool,
+                normalize: str) -> None:
+    """Drop documents whose normalised text appeared before, across all inputs.
+
+    Of each group of identical texts the document of the best --priority source is kept
+    (ties: the smallest id); the others are rejected with reason exact_dup and dup_of.
+    OUT/_clusters.parquet lists every group (id, cluster, source, kept).
+
+    \b
+    Example:
+      curate dedup exact --in out/langid --in out/cc_langid --out out/exact \\
+          --priority 'pile/Wikipedia,pile/*,cc/*'
+    """  # noqa: D301
+    from curate.dedup.exact import run_exact
+
+    record = run_exact(list(inputs), out, priority=_split_list(priority), normalize=_split_list(normalize),
+                       executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
+    _report("dedup exact", record, out)
+    d = record.get("dedup", {})
+    click.echo(f"  clusters: {d.get('clusters', 0):,}  sizes: {d.get('cluster_sizes', {})}")
+
+
+@dedup.command("fuzzy")
+@_dedup_common
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.8, show_default=True,
+              help="Jaccard similarity of word n-gram sets at which two documents are duplicates.")
+@click.option("--ngram", type=click.IntRange(min=1), default=5, show_default=True, help="Words per shingle.")
+@click.option("--num-perm", type=click.IntRange(min=2), default=128, show_default=True, help="MinHash permutations.")
+@click.option("--bands", type=click.IntRange(min=1), default=None, help="LSH bands [default: datasketch's optimum for the threshold].")
+@click.option("--rows", type=click.IntRange(min=1), default=None, help="Rows per band (with --bands).")
+@click.option("--verify", type=click.Choice(["none", "signature", "exact"]), default="none", show_default=True,
+              is_flag=False, flag_value="signature",
+              help="Check each candidate pair's Jaccard before it joins a cluster: 'signature' estimates it from the "
+                   "full signature (--verify alone), 'exact' computes it from the shingle sets.")
+@click.option("--seed", type=int, default=42, show_default=True, help="MinHash permutation seed.")
+def dedup_fuzzy(inputs: tuple[str, ...], out: str, priority: str, workers: int | None, overwrite: bool, keep_rejected: bool,
+                threshold: float, ngram: int, num_perm: int, bands: int | None, rows: int | None, verify: str, seed: int) -> None:
+    """MinHash-LSH near-duplicate removal across all inputs (MT-NLG: Jaccard >= 0.8).
+
+    Phases (each resumable, Parquet under OUT/_work/): signatures, LSH candidate pairs per
+    band, connected components, removal. From each cluster the document of the best
+    --priority source is kept (ties: the longest, then the smallest id); the others are
+    rejected with reason fuzzy_dup and dup_of. Kept cluster members get dup_cluster.
+
+    \b
+    Example:
+      curate dedup fuzzy --in out/exact --out out/fuzzy --priority 'pile/*,cc/*' --verify exact
+    """  # noqa: D301
+    from curate.dedup.fuzzy import FuzzyConfig, run_fuzzy
+
+    cfg = FuzzyConfig(threshold, ngram, num_perm, bands, rows, seed, verify, _split_list(priority))
+    record = run_fuzzy(list(inputs), out, cfg, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
+    _report("dedup fuzzy", record, out)
+    d = record.get("dedup", {})
+    click.echo(f"  {d.get('bands')} bands x {d.get('rows')} rows, verify {d.get('verify')}: {d.get('unique_edges', 0):,} edges, "
+               f"{d.get('clusters', 0):,} clusters, sizes {d.get('cluster_sizes', {})}")
+
 # --------------------------------------------------------------------------- decontam (issue 7)
 
 # --------------------------------------------------------------------------- tokenize, inspect, blend (issue 8)

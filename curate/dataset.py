@@ -594,6 +594,24 @@ def describe_shard(stats: dict[str, Any]) -> str:
     return f"{stats['docs_in']:,} -> {stats['docs_out']:,} docs, {stats['seconds']:.1f} s"
 
 
+def map_stage_params(
+    stage: MapStage,
+    inputs: list[str],
+    keep_rejected: bool = False,
+    only_sources: list[str] | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """The parameters a map stage records in ``_params.json`` (and checks on resume)."""
+    return {
+        "_stage": stage.name,
+        "inputs": [str(i) for i in inputs],
+        "keep_rejected": keep_rejected,
+        "only_sources": only_sources or None,
+        **stage.params(),
+        **(extra or {}),
+    }
+
+
 def run_map_stage(
     stage: MapStage,
     inputs: list[str],
@@ -605,27 +623,27 @@ def run_map_stage(
     extra_params: dict[str, Any] | None = None,
     finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
     only_sources: list[str] | None = None,
+    per_shard: Callable[[int, Path], MapStage] | None = None,
+    started: float | None = None,
 ) -> dict[str, Any]:
     """Run ``stage`` over every shard of ``inputs`` into ``out``; resume what exists.
 
     Returns the ``_SUCCESS`` record; ``finish(merged)`` may return stage-wide entries for it.
     ``only_sources`` (globs) limits the stage to matching sources; other rows pass through.
+    ``per_shard(index, path)`` gives a shard its own stage object (for global stages whose
+    last phase applies per-shard decisions); ``stage`` then only names the stage and its
+    parameters. ``started`` (a ``time.monotonic()``) dates the stage's wall time from earlier phases.
     """
     files = resolve_inputs(inputs)
-    params = {
-        "_stage": stage.name,
-        "inputs": [str(Path(i)) for i in inputs],
-        "keep_rejected": keep_rejected,
-        "only_sources": only_sources or None,
-        **stage.params(),
-        **(extra_params or {}),
-    }
+    params = map_stage_params(stage, inputs, keep_rejected, only_sources, extra_params)
     od = OutputDir(out, stage.name, params, overwrite)
+    if started is not None:
+        od.started = started
     od.prepare()
     names = [shard_name(i) for i in range(len(files))]
     pending = [
-        _MapJob(stage, f, od.path, n, keep_rejected, stage.name, od.params, only_sources or None)
-        for f, n in zip(files, names)
+        _MapJob(per_shard(i, f) if per_shard else stage, f, od.path, n, keep_rejected, stage.name, od.params, only_sources or None)
+        for i, (f, n) in enumerate(zip(files, names))
         if not od.is_done(n)
     ]
     if not pending and od.complete:
@@ -638,6 +656,28 @@ def run_map_stage(
     executor = executor or LocalExecutor()
     executor.map(_map_shard, pending, labels=[j.name for j in pending], desc=stage.name, describe=describe_shard)
     return od.finish(names, finish)
+
+
+def save_npy_atomic(path: Path, array: Any) -> None:
+    """``numpy.save`` through a temporary file and a rename (loadable with ``mmap_mode``)."""
+    import numpy as np
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = _tmp_path(path)
+    try:
+        with open(tmp, "wb") as fh:
+            np.save(fh, array)
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CurateError(f"cannot write {path}: {exc.strerror or exc}") from exc
+
+
+def write_table_atomic(path: Path, table: pa.Table) -> None:
+    """One whole table as a zstd Parquet file, atomically."""
+    w = ShardWriter(path, table.schema)
+    w.write(table)
+    w.close()
 
 
 # --------------------------------------------------------------------------- streamed sources

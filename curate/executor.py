@@ -126,6 +126,24 @@ class LocalExecutor(Executor):
         self.workers = workers or default_workers()
         if self.workers < 1:
             raise CurateError(f"--workers must be at least 1, got {self.workers}")
+        self._pool: ProcessPoolExecutor | None = None
+
+    def _get_pool(self) -> ProcessPoolExecutor:
+        """One pool for all of a stage's phases: workers start (and import) once."""
+        if self._pool is None:
+            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"))
+        return self._pool
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True, cancel_futures=True)
+            self._pool = None
+
+    def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001
+            pass
 
     def _run(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, bool, Any]]:
         if self.workers == 1 or len(items) <= 1:
@@ -137,25 +155,27 @@ class LocalExecutor(Executor):
                 else:
                     yield i, True, value
             return
-        ctx = mp.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(self.workers, len(items)), mp_context=ctx) as pool:
-            futures: dict[Future, int] = {}
-            try:
-                for i, item in enumerate(items):
-                    futures[pool.submit(fn, item)] = i
-                pending = set(futures)
-                while pending:
-                    done, pending = wait(pending, return_when=FIRST_COMPLETED)
-                    for fut in sorted(done, key=futures.__getitem__):
-                        exc = fut.exception()
-                        if exc is None:
-                            yield futures[fut], True, fut.result()
-                        else:
-                            yield futures[fut], False, _error_message(exc)
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
+        pool = self._get_pool()
+        futures: dict[Future, int] = {}
+        try:
+            for i, item in enumerate(items):
+                futures[pool.submit(fn, item)] = i
+            pending = set(futures)
+            while pending:
+                done, pending = wait(pending, return_when=FIRST_COMPLETED)
+                for fut in sorted(done, key=futures.__getitem__):
+                    exc = fut.exception()
+                    if exc is None:
+                        yield futures[fut], True, fut.result()
+                    else:
+                        if isinstance(exc, BrokenProcessPool):
+                            self._pool = None  # a dead worker breaks the pool: start a new one next time
+                        yield futures[fut], False, _error_message(exc)
+        except BaseException:
+            for fut in futures:
+                fut.cancel()
+            self.close()
+            raise
 
 
 def make_executor(name: str = "local", workers: int | None = None, **options: Any) -> Executor:

@@ -1,0 +1,221 @@
+"""Exact deduplication across all inputs: one 128-bit hash of normalised text per document.
+
+Phase a hashes every document and writes (hash, doc, rank, id, source) into buckets by
+hash (``_work/hashes/bucket-BB/part-S.parquet``), so phase b holds one bucket, never all
+hashes, in a process: 16 bytes of hash + 8 of doc key + 4 of rank + the id per document.
+Phase b sorts each bucket and keeps, of every run of equal hashes, the document of the
+best priority (ties: the smallest id). The removal pass is shared with fuzzy dedup.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import xxhash
+
+from curate.dataset import (
+    OutputDir,
+    iter_tables,
+    map_stage_params,
+    read_success,
+    resolve_inputs,
+    run_map_stage,
+    shard_name,
+    write_table_atomic,
+)
+from curate.dedup.clusters import ApplyClusters, cluster_size_histogram, doc_key
+from curate.dedup.fuzzy import write_clusters
+from curate.errors import CurateError
+from curate.executor import Executor, LocalExecutor
+from curate.schema import source_rank
+
+log = logging.getLogger("curate")
+
+NORMALIZATIONS = ("lower", "whitespace", "punct")
+DOCS_PER_BUCKET = 4_000_000
+
+
+def normalize_texts(texts: pa.Array | pa.ChunkedArray, ops: list[str]) -> pa.Array:
+    """Apply the chosen normalisations with Arrow kernels (lower, punct removal, whitespace folding)."""
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if "lower" in ops:
+        texts = pc.utf8_lower(texts)
+    if "punct" in ops:
+        texts = pc.replace_substring_regex(texts, r"[^\p{L}\p{N}\p{M}\s]+", "")
+    if "whitespace" in ops:
+        texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, r"\s+", " "))
+    return texts
+
+
+@dataclass
+class ExactParams:
+    priority: list[str] = field(default_factory=list)
+    normalize: list[str] = field(default_factory=lambda: ["lower", "whitespace"])
+    name: str = "dedup_exact"
+
+    def params(self) -> dict[str, Any]:
+        return {"priority": self.priority, "normalize": self.normalize}
+
+
+@dataclass
+class _HashJob:
+    index: int
+    path: Path
+    work: Path
+    buckets: int
+    priority: list[str]
+    normalize: list[str]
+
+
+def _hash_job(job: _HashJob) -> dict[str, Any]:
+    done = job.work / "hashes" / "_done" / f"part-{job.index:05d}"
+    if done.exists():
+        return {"skipped": 1}
+    rank = source_rank(job.priority)
+    parts: list[pa.Table] = []
+    row = 0
+    for table in iter_tables(job.path, ["id", "text", "source"]):
+        n = table.num_rows
+        if n == 0:
+            continue
+        norm = normalize_texts(table.column("text"), job.normalize).cast(pa.large_binary()).to_pylist()
+        digests = [xxhash.xxh3_128_intdigest(t) for t in norm]
+        hi = np.array([d >> 64 for d in digests], np.uint64)
+        lo = np.array([d & 0xFFFFFFFFFFFFFFFF for d in digests], np.uint64)
+        parts.append(
+            pa.table(
+                {
+                    "hi": hi,
+                    "lo": lo,
+                    "doc": doc_key(job.index, np.arange(row, row + n)),
+                    "rank": pa.array([rank(s) for s in table.column("source").to_pylist()], pa.int32()),
+                    "id": table.column("id"),
+                    "source": table.column("source"),
+                }
+            )
+        )
+        row += n
+    if parts:
+        t = pa.concat_tables(parts)
+    else:
+        t = pa.table({"hi": pa.array([], pa.uint64()), "lo": pa.array([], pa.uint64()), "doc": pa.array([], pa.int64()),
+                      "rank": pa.array([], pa.int32()), "id": pa.array([], pa.string()), "source": pa.array([], pa.string())})  # fmt: skip
+    bucket = (t.column("hi").to_numpy() % np.uint64(job.buckets)).astype(np.int64)
+    for b in range(job.buckets):
+        write_table_atomic(job.work / "hashes" / f"bucket-{b:03d}" / f"part-{job.index:05d}.parquet", t.filter(pa.array(bucket == b)))
+    done.parent.mkdir(parents=True, exist_ok=True)
+    done.touch()
+    return {"docs": row}
+
+
+@dataclass
+class _BucketJob:
+    bucket: int
+    work: Path
+    shards: int
+
+
+def _bucket_job(job: _BucketJob) -> dict[str, Any]:
+    out = job.work / "dups" / f"bucket-{job.bucket:03d}.parquet"
+    if out.exists():
+        return {"skipped": 1}
+    d = job.work / "hashes" / f"bucket-{job.bucket:03d}"
+    t = pa.concat_tables([pq.read_table(d / f"part-{s:05d}.parquet") for s in range(job.shards)])
+    t = t.take(pc.sort_indices(t, sort_keys=[("hi", "ascending"), ("lo", "ascending"), ("rank", "ascending"), ("id", "ascending")]))
+    hi, lo = t.column("hi").to_numpy(), t.column("lo").to_numpy()
+    n = len(hi)
+    new_run = np.ones(n, bool)
+    if n > 1:
+        new_run[1:] = (hi[1:] != hi[:-1]) | (lo[1:] != lo[:-1])
+    run_id = np.cumsum(new_run) - 1
+    run_size = np.bincount(run_id, minlength=int(run_id[-1]) + 1 if n else 0)
+    in_dup = run_size[run_id] >= 2 if n else np.zeros(0, bool)
+    first_idx = np.maximum.accumulate(np.where(new_run, np.arange(n), 0)) if n else np.zeros(0, np.int64)
+    sel = pa.array(in_dup)
+    ids = t.column("id")
+    dups = pa.table(
+        {
+            "id": ids.filter(sel),
+            "cluster": ids.take(pa.array(first_idx[in_dup])),
+            "source": t.column("source").filter(sel),
+            "kept": pa.array(new_run[in_dup]),
+            "doc": t.column("doc").filter(sel),
+        }
+    )
+    write_table_atomic(out, dups)
+    return {"docs": n, "duplicates": int(in_dup.sum() - new_run[in_dup].sum())}
+
+
+def run_exact(
+    inputs: list[str],
+    out: str | Path,
+    *,
+    priority: list[str] | None = None,
+    normalize: list[str] | None = None,
+    executor: Executor | None = None,
+    overwrite: bool = False,
+    keep_rejected: bool = False,
+    buckets: int | None = None,
+) -> dict[str, Any]:
+    """Exact dedup of all ``inputs`` together into ``out``; returns the ``_SUCCESS`` record."""
+    normalize = ["lower", "whitespace"] if normalize is None else normalize
+    bad = [n for n in normalize if n not in NORMALIZATIONS]
+    if bad:
+        raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
+    executor = executor or LocalExecutor()
+    files = resolve_inputs(inputs)
+    stage = ExactParams(list(priority or []), list(normalize))
+    params = map_stage_params(stage, inputs, keep_rejected)  # type: ignore[arg-type]
+    od = OutputDir(out, stage.name, params, overwrite)
+    od.prepare()
+    if od.complete:
+        log.info("dedup exact: %s is complete; nothing to do (use --overwrite to redo)", od.path)
+        return read_success(od.path)
+    work = od.path / "_work"
+    if buckets is None:
+        total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        buckets = max(1, min(256, math.ceil(total / DOCS_PER_BUCKET)))
+    t0 = time.perf_counter()
+    jobs = [_HashJob(i, f, work, buckets, stage.priority, stage.normalize) for i, f in enumerate(files)]
+    executor.map(_hash_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup exact: hashes")
+    bjobs = [_BucketJob(b, work, len(files)) for b in range(buckets)]
+    executor.map(_bucket_job, bjobs, labels=[f"bucket-{b:03d}" for b in range(buckets)], desc="dedup exact: buckets", unit="bucket")
+    clusters_path = od.path / "_clusters.parquet"
+    if not clusters_path.exists():
+        dups = pa.concat_tables([pq.read_table(work / "dups" / f"bucket-{b:03d}.parquet") for b in range(buckets)])
+        dups = dups.take(pc.sort_indices(dups, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
+        write_clusters(work, od.path, dups, len(files))
+    clusters = pq.read_table(clusters_path)
+    seconds = time.perf_counter() - t0
+
+    def finish(merged: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "dedup": {
+                "buckets": buckets,
+                "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
+                "cluster_sizes": cluster_size_histogram(clusters),
+                "phase_seconds": {"hash_and_group": round(seconds, 3)},
+            }
+        }
+
+    members = work / "members"
+    return run_map_stage(
+        stage,  # type: ignore[arg-type]
+        inputs,
+        od.path,
+        executor=executor,
+        keep_rejected=keep_rejected,
+        finish=finish,
+        started=od.started,
+        per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "exact_dup", stage.params(), stage.name, tag=False),
+    )

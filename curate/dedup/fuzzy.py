@@ -1,0 +1,351 @@
+"""Fuzzy deduplication across the whole corpus: MinHash, LSH, components, removal.
+
+Phases, each sharded, resumable, and leaving Parquet to inspect under ``OUT/_work/``:
+
+a. ``signatures/part-S.parquet`` (doc, id, source, rank, length, shingles) per input
+   shard, with the signatures themselves in ``part-S.sig.npy`` (memory-mapped later) and
+   ``bands/band-BB/part-S.parquet`` (hash, doc) sorted by hash;
+b. ``edges/band-BB.parquet``: per band, candidate pairs from runs of equal band hashes
+   (sorting, no in-memory dictionary), verified against the threshold if asked;
+c. ``components.parquet``: connected components of all edges (scipy, union of bands);
+d. ``OUT/_clusters.parquet`` (id, cluster, source, kept), then the removal pass writing
+   the kept documents with ``dup_cluster`` and the dropped ones with ``dup_of``.
+
+A job whose output file exists is skipped, so a killed run resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from curate.dataset import (
+    OutputDir,
+    iter_tables,
+    map_stage_params,
+    read_success,
+    resolve_inputs,
+    run_map_stage,
+    save_npy_atomic,
+    shard_name,
+    write_json_atomic,
+    write_table_atomic,
+)
+from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
+from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
+from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
+from curate.errors import CurateError
+from curate.executor import Executor, LocalExecutor
+from curate.schema import source_rank
+
+log = logging.getLogger("curate")
+
+
+@dataclass
+class FuzzyConfig:
+    """Parameters of fuzzy dedup; ``bands``/``rows`` None means datasketch's optimum."""
+
+    threshold: float = 0.8
+    ngram: int = 5
+    num_perm: int = 128
+    bands: int | None = None
+    rows: int | None = None
+    seed: int = 42
+    verify: str = "none"  # none | signature | exact
+    priority: list[str] = field(default_factory=list)
+
+    def resolved(self) -> FuzzyConfig:
+        """Fill in bands and rows; with verification the choice leans towards recall."""
+        if not 0.0 < self.threshold <= 1.0:
+            raise CurateError(f"--threshold must be in (0, 1], got {self.threshold}")
+        if self.ngram < 1 or self.num_perm < 2:
+            raise CurateError("--ngram must be >= 1 and --num-perm >= 2")
+        if self.verify not in ("none", "signature", "exact"):
+            raise CurateError(f"--verify must be none, signature or exact, got {self.verify!r}")
+        b, r = self.bands, self.rows
+        if (b is None) != (r is None):
+            raise CurateError("give both --bands and --rows, or neither")
+        if b is None:
+            weights = (0.5, 0.5) if self.verify == "none" else (0.1, 0.9)
+            b, r = optimal_bands(self.threshold, self.num_perm, *weights)
+        if b * r > self.num_perm:
+            raise CurateError(f"--bands {b} x --rows {r} = {b * r} exceeds --num-perm {self.num_perm}")
+        return FuzzyConfig(self.threshold, self.ngram, self.num_perm, b, r, self.seed, self.verify, list(self.priority))
+
+
+@dataclass
+class FuzzyParams:
+    """What the removal stage records (and checks on resume)."""
+
+    cfg: FuzzyConfig
+    name: str = "dedup_fuzzy"
+
+    def params(self) -> dict[str, Any]:
+        return asdict(self.cfg)
+
+
+# --------------------------------------------------------------------------- phase a
+
+
+@dataclass
+class _SigJob:
+    index: int
+    path: Path
+    work: Path
+    cfg: FuzzyConfig
+
+
+def _signature_job(job: _SigJob) -> dict[str, Any]:
+    cfg = job.cfg
+    sig_dir = job.work / "signatures"
+    meta_path = sig_dir / f"part-{job.index:05d}.parquet"
+    if meta_path.exists():
+        return {"skipped": 1}
+    t0 = time.perf_counter()
+    hasher = MinHasher(cfg.num_perm, cfg.ngram, cfg.seed)
+    rank = source_rank(cfg.priority)
+    metas, sigs, bands_list, sh_list, sh_off = [], [], [], [], [0]
+    row = 0
+    for table in iter_tables(job.path, ["id", "text", "source"]):
+        n = table.num_rows
+        if n == 0:
+            continue
+        sig, counts, sh, off = hasher.signatures(table.column("text"))
+        keys = doc_key(job.index, np.arange(row, row + n))
+        row += n
+        sources = table.column("source").to_pylist()
+        metas.append(
+            pa.table(
+                {
+                    "doc": keys,
+                    "id": table.column("id"),
+                    "source": table.column("source"),
+                    "rank": pa.array([rank(s) for s in sources], pa.int32()),
+                    "length": pc.utf8_length(table.column("text")).cast(pa.int64()),
+                    "shingles": pa.array(counts.astype(np.int32)),
+                }
+            )
+        )
+        sigs.append(sig)
+        bh = band_hashes(sig, cfg.bands, cfg.rows)
+        has = counts > 0
+        bands_list.append((bh[has], keys[has]))
+        if cfg.verify == "exact":
+            for d in range(n):
+                u = np.unique(sh[off[d] : off[d + 1]])
+                sh_list.append(u)
+                sh_off.append(sh_off[-1] + len(u))
+    schema = pa.schema(
+        [
+            ("doc", pa.int64()),
+            ("id", pa.string()),
+            ("source", pa.string()),
+            ("rank", pa.int32()),
+            ("length", pa.int64()),
+            ("shingles", pa.int32()),
+        ]
+    )
+    meta = pa.concat_tables(metas).cast(schema) if metas else schema.empty_table()
+    sig_all = np.concatenate(sigs) if sigs else np.zeros((0, cfg.num_perm), np.uint32)
+    bh_all = np.concatenate([b for b, _ in bands_list]) if bands_list else np.zeros((0, cfg.bands), np.uint64)
+    keys_all = np.concatenate([k for _, k in bands_list]) if bands_list else np.zeros(0, np.int64)
+    for b in range(cfg.bands):
+        h = bh_all[:, b]
+        order = np.argsort(h, kind="stable")
+        write_table_atomic(
+            job.work / "bands" / f"band-{b:02d}" / f"part-{job.index:05d}.parquet", pa.table({"hash": h[order], "doc": keys_all[order]})
+        )
+    if cfg.verify == "exact":
+        flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint64)
+        save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.npy", flat)
+        save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.off.npy", np.asarray(sh_off, np.int64))
+    save_npy_atomic(sig_dir / f"part-{job.index:05d}.sig.npy", sig_all)
+    write_table_atomic(meta_path, meta)  # last: marks the job done
+    return {"docs": meta.num_rows, "no_shingles": int((meta.column("shingles").to_numpy() == 0).sum()), "seconds": time.perf_counter() - t0}
+
+
+# --------------------------------------------------------------------------- phase b
+
+
+@dataclass
+class _BandJob:
+    band: int
+    work: Path
+    shards: int
+    cfg: FuzzyConfig
+
+
+def _band_job(job: _BandJob) -> dict[str, Any]:
+    out = job.work / "edges" / f"band-{job.band:02d}.parquet"
+    if out.exists():
+        return {"skipped": 1}
+    t0 = time.perf_counter()
+    band_dir = job.work / "bands" / f"band-{job.band:02d}"
+    hs, ds = [], []
+    for s in range(job.shards):
+        t = pq.read_table(band_dir / f"part-{s:05d}.parquet")
+        hs.append(t.column("hash").to_numpy())
+        ds.append(t.column("doc").to_numpy())
+    h = np.concatenate(hs) if hs else np.zeros(0, np.uint64)
+    d = np.concatenate(ds) if ds else np.zeros(0, np.int64)
+    a, b = candidate_pairs(h, d)
+    candidates = len(a)
+    cfg = job.cfg
+    if cfg.verify != "none":
+        sigs = SignatureStore(job.work / "signatures")
+        shingles = ShingleStore(job.work / "shingles") if cfg.verify == "exact" else None
+        a, b, j = verify_pairs(a, b, cfg.threshold, sigs, shingles)
+    else:
+        j = np.full(len(a), np.nan, np.float32)
+    write_table_atomic(out, pa.table({"a": a, "b": b, "jaccard": j}))
+    return {"candidates": candidates, "edges": len(a), "docs": len(h), "seconds": time.perf_counter() - t0}
+
+
+# --------------------------------------------------------------------------- phases c, d
+
+
+def _components(work: Path, bands: int) -> pa.Table:
+    out = work / "components.parquet"
+    if out.exists():
+        return pq.read_table(out)
+    a_all, b_all = [], []
+    for band in range(bands):
+        t = pq.read_table(work / "edges" / f"band-{band:02d}.parquet", columns=["a", "b"])
+        a_all.append(t.column("a").to_numpy())
+        b_all.append(t.column("b").to_numpy())
+    a, b = unique_pairs(np.concatenate(a_all), np.concatenate(b_all))
+    nodes, labels = connected_components(a, b)
+    table = pa.table({"doc": nodes, "component": labels})
+    write_table_atomic(out, table)
+    write_json_atomic(work / "components.json", {"edges": int(len(a)), "docs_in_edges": int(len(nodes))})
+    return table
+
+
+def _members(work: Path, comps: pa.Table, shards: int) -> pa.Table:
+    """Join components with each document's id, source, rank and length (only docs in edges)."""
+    keys = comps.column("doc").to_numpy()
+    comp = comps.column("component").to_numpy()
+    sh = shard_of(keys)
+    parts = []
+    for s in np.unique(sh):
+        m = sh == s
+        meta = pq.read_table(work / "signatures" / f"part-{int(s):05d}.parquet", columns=["id", "source", "rank", "length"])
+        rows = row_of(keys[m])
+        sub = meta.take(pa.array(rows))
+        parts.append(sub.append_column("doc", pa.array(keys[m])).append_column("component", pa.array(comp[m])))
+    if not parts:
+        return pa.table({"id": pa.array([], pa.string()), "source": pa.array([], pa.string()), "rank": pa.array([], pa.int32()),
+                         "length": pa.array([], pa.int64()), "doc": pa.array([], pa.int64()), "component": pa.array([], pa.int64())})  # fmt: skip
+    return pa.concat_tables(parts)
+
+
+def write_clusters(work: Path, out: Path, clusters: pa.Table, shards: int) -> None:
+    """``OUT/_clusters.parquet`` and this shard-by-shard view of it for the removal pass."""
+    docs = clusters.column("doc").to_numpy()
+    sh = shard_of(docs)
+    for s in range(shards):
+        m = sh == s
+        sub = clusters.filter(pa.array(m))
+        write_table_atomic(
+            work / "members" / f"part-{s:05d}.parquet",
+            pa.table({"row": pa.array(row_of(docs[m])), "cluster": sub.column("cluster"), "kept": sub.column("kept")}),
+        )
+    write_table_atomic(out / "_clusters.parquet", clusters.select(["id", "cluster", "source", "kept"]))
+
+
+def run_fuzzy(
+    inputs: list[str],
+    out: str | Path,
+    cfg: FuzzyConfig,
+    *,
+    executor: Executor | None = None,
+    overwrite: bool = False,
+    keep_rejected: bool = False,
+) -> dict[str, Any]:
+    """Fuzzy dedup of all ``inputs`` together into ``out``; returns the ``_SUCCESS`` record."""
+    cfg = cfg.resolved()
+    executor = executor or LocalExecutor()
+    files = resolve_inputs(inputs)
+    stage = FuzzyParams(cfg)
+    params = map_stage_params(stage, inputs, keep_rejected)  # type: ignore[arg-type]
+    od = OutputDir(out, stage.name, params, overwrite)
+    od.prepare()
+    if od.complete:
+        log.info("dedup fuzzy: %s is complete; nothing to do (use --overwrite to redo)", od.path)
+        return read_success(od.path)
+    work = od.path / "_work"
+    timings: dict[str, float] = {}
+    log.info(
+        "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s",
+        len(files),
+        cfg.num_perm,
+        cfg.bands,
+        cfg.rows,
+        cfg.threshold,
+        cfg.verify,
+    )
+
+    t = time.perf_counter()
+    jobs = [_SigJob(i, f, work, cfg) for i, f in enumerate(files)]
+    executor.map(_signature_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup fuzzy: signatures")
+    timings["signatures"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    band_jobs = [_BandJob(b, work, len(files), cfg) for b in range(cfg.bands)]
+    band_stats = executor.map(
+        _band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band"
+    )
+    timings["lsh"] = time.perf_counter() - t
+
+    t = time.perf_counter()
+    comps = _components(work, cfg.bands)
+    clusters_path = od.path / "_clusters.parquet"
+    if not clusters_path.exists():
+        clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
+        write_clusters(work, od.path, clusters, len(files))
+    clusters = pq.read_table(clusters_path)
+    timings["clusters"] = time.perf_counter() - t
+
+    import json
+
+    comp_info = json.loads((work / "components.json").read_text())
+    candidates = sum(s.get("candidates", 0) for s in band_stats if s)
+    verified = sum(s.get("edges", 0) for s in band_stats if s)
+
+    def finish(merged: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "dedup": {
+                "bands": cfg.bands,
+                "rows": cfg.rows,
+                "num_perm": cfg.num_perm,
+                "threshold": cfg.threshold,
+                "verify": cfg.verify,
+                "candidate_pairs": candidates if not any(s.get("skipped") for s in band_stats if s) else None,
+                "verified_pairs": verified if not any(s.get("skipped") for s in band_stats if s) else None,
+                "unique_edges": comp_info["edges"],
+                "docs_in_edges": comp_info["docs_in_edges"],
+                "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
+                "cluster_sizes": cluster_size_histogram(clusters),
+                "phase_seconds": {k: round(v, 3) for k, v in timings.items()},
+            }
+        }
+
+    members = work / "members"
+    return run_map_stage(
+        stage,  # type: ignore[arg-type]
+        inputs,
+        od.path,
+        executor=executor,
+        keep_rejected=keep_rejected,
+        finish=finish,
+        started=od.started,
+        per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "fuzzy_dup", stage.params(), stage.name),
+    )

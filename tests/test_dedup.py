@@ -1,0 +1,364 @@
+"""Exact and fuzzy dedup: the cores (shingles, MinHash, LSH pairs, components) and the CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curate.dedup.clusters import choose_survivors, connected_components
+from curate.dedup.lsh import candidate_pairs
+from curate.dedup.minhash import MinHasher, band_hashes, exact_jaccard, normalize_words, optimal_bands, shingle_hashes, word_hashes
+from curate.schema import BASE_SCHEMA
+from tests.test_dataset import _kill_when, digest_dir
+
+VOCAB = ["".join(random.Random(i).choices("abcdefghijklmnopqrstuvwxyz", k=random.Random(i + 7).randint(3, 9))) for i in range(20000)]
+
+
+def words(seed: int, n: int = 300) -> list[str]:
+    rng = random.Random(seed)
+    return [rng.choice(VOCAB) for _ in range(n)]
+
+
+def shingle_set(text: str, n: int = 5) -> set[str]:
+    w = re.sub(r"[^\w\s]+", " ", text.lower()).split()
+    if 0 < len(w) < n:
+        return {" ".join(w)}
+    return {" ".join(w[i : i + n]) for i in range(len(w) - n + 1)}
+
+
+def true_jaccard(a: str, b: str) -> float:
+    sa, sb = shingle_set(a), shingle_set(b)
+    return len(sa & sb) / len(sa | sb)
+
+
+def variant(base: list[str], target: float, seed: int) -> str:
+    """Edit ``base`` word by word until its 5-gram Jaccard with the original drops to ``target``."""
+    rng = random.Random(seed)
+    w = list(base)
+    orig = " ".join(base)
+    for _ in range(len(w)):
+        w[rng.randrange(len(w))] = rng.choice(VOCAB)
+        if true_jaccard(orig, " ".join(w)) <= target:
+            break
+    return " ".join(w)
+
+
+def write_docs(path, rows: list[tuple[str, str, str]], shards: int = 1) -> None:
+    """rows of (id, text, source) into ``shards`` Parquet shards."""
+    path.mkdir(parents=True, exist_ok=True)
+    per = -(-len(rows) // shards)
+    for s in range(shards):
+        chunk = rows[s * per : (s + 1) * per]
+        t = pa.Table.from_pylist(
+            [{"id": i, "text": t, "source": src, "url": None, "meta": None} for i, t, src in chunk], schema=BASE_SCHEMA
+        )
+        pq.write_table(t, path / f"part-{s:05d}.parquet")
+
+
+# --------------------------------------------------------------------------- cores
+
+
+def test_shingles_match_a_plain_python_reference():
+    texts = ["The cat sat on the mat, and the dog sat too!", "one", "", "Two words", " ".join(words(1, 50))]
+    sh, off = MinHasher(ngram=5).shingles(pa.array(texts, pa.large_string()))
+    for i, t in enumerate(texts):
+        assert len(np.unique(sh[off[i] : off[i + 1]])) == len(shingle_set(t)) if t else off[i + 1] == off[i]
+
+
+def test_exact_jaccard_equals_set_jaccard():
+    a, b = " ".join(words(2)), variant(words(2), 0.7, 3)
+    sh, off = MinHasher().shingles(pa.array([a, b], pa.large_string()))
+    ja = exact_jaccard(np.unique(sh[off[0] : off[1]]), np.unique(sh[off[1] : off[2]]))
+    assert ja == pytest.approx(true_jaccard(a, b), abs=1e-9)
+
+
+def test_minhash_estimate_is_unbiased_and_close():
+    base = [words(100 + i) for i in range(60)]
+    pairs = [(" ".join(b), variant(b, 0.75, i)) for i, b in enumerate(base)]
+    texts = pa.array([x for p in pairs for x in p], pa.large_string())
+    sig, *_ = MinHasher(num_perm=128).signatures(texts)
+    est = (sig[0::2] == sig[1::2]).mean(axis=1)
+    truth = np.array([true_jaccard(a, b) for a, b in pairs])
+    err = est - truth
+    assert abs(err.mean()) < 0.02  # unbiased
+    assert err.std() < 0.06  # ~ sqrt(J(1-J)/128) = 0.04
+
+
+def test_empty_and_short_documents_have_no_or_one_shingle():
+    wh, off = word_hashes(normalize_words(pa.array(["", "   ", "!!!", "one", "one two"], pa.large_string())))
+    sh, soff = shingle_hashes(wh, off, 5)
+    assert np.diff(soff).tolist() == [0, 0, 0, 1, 1]
+
+
+def test_band_choice_is_datasketchs_optimum():
+    assert optimal_bands(0.8, 128) == (9, 13)
+    b, r = optimal_bands(0.8, 128, 0.1, 0.9)
+    assert b * r <= 128 and b > 9  # leaning to recall: more, shorter bands
+
+
+def test_band_hashes_equal_iff_band_rows_equal():
+    sig = np.array([[1, 2, 3, 4], [1, 2, 9, 9], [5, 2, 3, 4]], np.uint32)
+    h = band_hashes(sig, 2, 2)
+    assert h[0, 0] == h[1, 0] and h[0, 1] != h[1, 1]
+    assert h[0, 1] == h[2, 1] and h[0, 0] != h[2, 0]
+    assert h[0, 0] != h[0, 1]  # same rows in different bands do not collide
+
+
+def test_candidate_pairs_small_and_large_runs():
+    hashes = np.array([7, 7, 3, 9, 9, 9, 1], np.uint64)
+    docs = np.array([10, 11, 12, 13, 14, 15, 16], np.int64)
+    a, b = candidate_pairs(hashes, docs)
+    assert sorted(zip(a.tolist(), b.tolist())) == [(10, 11), (13, 14), (13, 15), (14, 15)]
+    big = np.zeros(100, np.uint64)
+    a, b = candidate_pairs(big, np.arange(100, dtype=np.int64), all_pairs_max=32)
+    nodes, labels = connected_components(a, b)
+    assert len(nodes) == 100 and len(set(labels.tolist())) == 1
+    assert len(a) < 2 * 100  # linear, not quadratic
+
+
+def test_connected_components_are_transitive_and_labelled_by_min():
+    a = np.array([5, 6, 100], np.int64)
+    b = np.array([6, 7, 101], np.int64)
+    nodes, labels = connected_components(a, b)
+    assert dict(zip(nodes.tolist(), labels.tolist())) == {5: 5, 6: 5, 7: 5, 100: 100, 101: 100}
+
+
+def test_survivor_priority_then_length_then_id():
+    members = pa.table(
+        {
+            "doc": pa.array([1, 2, 3, 4, 5], pa.int64()),
+            "component": pa.array([1, 1, 1, 4, 4], pa.int64()),
+            "id": ["c", "b", "a", "y", "x"],
+            "source": ["cc/X", "pile/W", "pile/W", "cc/X", "cc/X"],
+            "rank": pa.array([1, 0, 0, 1, 1], pa.int32()),
+            "length": pa.array([999, 10, 10, 50, 40], pa.int64()),
+        }
+    )
+    out = choose_survivors(members).to_pylist()
+    kept = {r["id"] for r in out if r["kept"]}
+    assert kept == {"a", "y"}  # best rank, tie on length -> smallest id; then longest
+    assert {r["id"]: r["cluster"] for r in out} == {"a": "a", "b": "a", "c": "a", "x": "y", "y": "y"}
+
+
+# --------------------------------------------------------------------------- CLI end to end
+
+
+def chain_texts() -> tuple[str, str, str]:
+    """A ~ B ~ C (J ~0.86) with A !~ C (J ~0.74)."""
+    a = words(3000, 400)
+    b = a[:370] + words(3001, 30)
+    c = words(3002, 30) + b[30:]
+    return " ".join(a), " ".join(b), " ".join(c)
+
+
+@pytest.fixture
+def near_dup_corpus(tmp_path):
+    """Pairs at Jaccard ~0.9 (duplicates) and ~0.5 (not), a chain, and singletons."""
+    rows = []
+    truth = {}
+    for i in range(6):
+        base = words(1000 + i, 600)
+        v = variant(base, 0.905, i)
+        truth[f"hi{i}"] = true_jaccard(" ".join(base), v)
+        rows += [(f"hi{i}-a", " ".join(base), "cc/X"), (f"hi{i}-b", v, "cc/X")]
+    for i in range(6):
+        base = words(2000 + i, 600)
+        v = variant(base, 0.5, i)
+        truth[f"lo{i}"] = true_jaccard(" ".join(base), v)
+        rows += [(f"lo{i}-a", " ".join(base), "cc/X"), (f"lo{i}-b", v, "cc/X")]
+    a, b, c = chain_texts()
+    truth["AB"], truth["BC"], truth["AC"] = true_jaccard(a, b), true_jaccard(b, c), true_jaccard(a, c)
+    rows += [("chain-a", a, "cc/X"), ("chain-b", b, "cc/X"), ("chain-c", c, "cc/X")]
+    rows += [(f"single{i}", " ".join(words(4000 + i)), "pile/W") for i in range(20)]
+    random.Random(0).shuffle(rows)
+    write_docs(tmp_path / "in", rows, shards=3)
+    return tmp_path / "in", truth
+
+
+def groups_of(out) -> set[frozenset]:
+    cl = pd.read_parquet(out / "_clusters.parquet")
+    return {frozenset(g["id"]) for _, g in cl.groupby("cluster")}
+
+
+def test_fuzzy_finds_09_not_05(run, near_dup_corpus, tmp_path):
+    src, truth = near_dup_corpus
+    assert all(0.88 <= truth[f"hi{i}"] <= 0.905 for i in range(6))
+    assert all(0.45 <= truth[f"lo{i}"] <= 0.5 for i in range(6))
+    res = run("dedup", "fuzzy", "--in", src, "--out", tmp_path / "out", "--keep-rejected", "--workers", "1", "--verify")
+    assert "dedup fuzzy:" in res.stdout and "verify signature" in res.stdout
+    groups = groups_of(tmp_path / "out")
+    for i in range(6):
+        assert frozenset({f"hi{i}-a", f"hi{i}-b"}) in groups
+    cl = pd.read_parquet(tmp_path / "out" / "_clusters.parquet")
+    assert not any(i.startswith(("lo", "single")) for i in cl["id"])
+    kept = pd.read_parquet(tmp_path / "out")
+    rej = pd.read_parquet(tmp_path / "out" / "_rejected")
+    assert len(kept) + len(rej) == 6 * 2 + 6 * 2 + 3 + 20
+    assert set(rej["reason"]) == {"fuzzy_dup"}
+    assert set(rej["dup_of"]) <= set(kept["id"])
+    assert kept.loc[kept["id"] == "hi0-a", "dup_cluster"].notna().all() or kept.loc[kept["id"] == "hi0-b", "dup_cluster"].notna().all()
+    assert kept.loc[kept["id"].str.startswith("single"), "dup_cluster"].isna().all()
+    rec = json.loads((tmp_path / "out" / "_SUCCESS").read_text())
+    assert rec["rejected"]["fuzzy_dup"]["docs"] == len(rej)
+    assert rec["dedup"]["bands"] * rec["dedup"]["rows"] <= 128
+
+
+def test_fuzzy_without_verification_finds_close_pairs(run, tmp_path):
+    rows = []
+    for i in range(8):
+        base = words(6000 + i, 600)
+        rows += [(f"hi{i}-a", " ".join(base), "x"), (f"hi{i}-b", variant(base, 0.96, i), "x")]
+        lo = words(7000 + i, 600)
+        rows += [(f"lo{i}-a", " ".join(lo), "x"), (f"lo{i}-b", variant(lo, 0.5, i), "x")]
+    write_docs(tmp_path / "in", rows)
+    res = run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "out")
+    assert "9 bands x 13 rows, verify none" in res.stdout  # datasketch's optimum for 0.8 and 128 permutations
+    assert groups_of(tmp_path / "out") == {frozenset({f"hi{i}-a", f"hi{i}-b"}) for i in range(8)}
+
+
+def test_components_are_transitive(run, near_dup_corpus, tmp_path):
+    src, truth = near_dup_corpus
+    assert truth["AB"] >= 0.84 and truth["BC"] >= 0.84 and truth["AC"] < 0.76
+    run("dedup", "fuzzy", "--in", src, "--out", tmp_path / "out", "--verify", "exact", "--workers", "1")
+    assert frozenset({"chain-a", "chain-b", "chain-c"}) in groups_of(tmp_path / "out")  # A and C joined through B
+    edges = pd.read_parquet(tmp_path / "out" / "_work" / "edges")
+    assert (edges["jaccard"] >= 0.8).all()  # exact verification: no weak link survives
+    assert len(edges) >= 2
+
+
+def test_priority_decides_the_survivor(run, tmp_path):
+    base = words(5, 600)
+    text = " ".join(base)
+    rows = [("aaa-cc", text, "cc/CC-MAIN-2020-50"), ("zzz-wiki", variant(base, 0.96, 1), "pile/Wikipedia"), ("mmm-gh", text, "pile/Github")]
+    write_docs(tmp_path / "in", rows)
+    run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "o1", "--priority", "pile/Wikipedia,pile/*,cc/*")
+    assert pd.read_parquet(tmp_path / "o1")["id"].tolist() == ["zzz-wiki"]
+    run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "o2", "--priority", "cc/*")
+    assert pd.read_parquet(tmp_path / "o2")["id"].tolist() == ["aaa-cc"]
+    run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "o3")  # no priority: longest, then smallest id
+    longest = max(rows, key=lambda r: (len(r[1]), [-ord(c) for c in r[0]]))
+    assert pd.read_parquet(tmp_path / "o3")["id"].tolist() == [longest[0]]
+
+
+def test_several_input_directories_together(run, tmp_path):
+    base = words(9, 600)
+    write_docs(tmp_path / "pile", [("p1", " ".join(base), "pile/OpenWebText2"), ("p2", " ".join(words(10)), "pile/OpenWebText2")])
+    write_docs(tmp_path / "cc", [("c1", variant(base, 0.9, 2), "cc/CC-MAIN-2021-04"), ("c2", " ".join(words(11)), "cc/CC-MAIN-2021-04")])
+    run(
+        "dedup",
+        "fuzzy",
+        "--in",
+        tmp_path / "pile",
+        "--in",
+        tmp_path / "cc",
+        "--out",
+        tmp_path / "o",
+        "--priority",
+        "pile/*,cc/*",
+        "--verify",
+    )
+    kept = pd.read_parquet(tmp_path / "o")
+    assert sorted(kept["id"]) == ["c2", "p1", "p2"]
+    assert len(list((tmp_path / "o").glob("part-*.parquet"))) == 2  # one output shard per input shard
+
+
+def test_empty_and_one_word_documents(run, tmp_path):
+    rows = [("e1", "", "x"), ("e2", "", "x"), ("w1", "hello", "x"), ("w2", "Hello!", "x"), ("w3", "world", "x"), ("p", "...", "x")]
+    write_docs(tmp_path / "in", rows)
+    run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "fz")
+    # empty docs are never clustered; of "hello" and "Hello!" the longer survives
+    assert sorted(pd.read_parquet(tmp_path / "fz")["id"]) == ["e1", "e2", "p", "w2", "w3"]
+    run("dedup", "exact", "--in", tmp_path / "in", "--out", tmp_path / "ex", "--normalize", "lower,punct,whitespace")
+    assert sorted(pd.read_parquet(tmp_path / "ex")["id"]) == ["e1", "w1", "w3"]
+
+
+def test_exact_dedup_normalisation_priority_and_ties(run, tmp_path):
+    rows = [
+        ("b", "Hello   World.\n", "cc/X"),
+        ("a", "hello world.", "cc/X"),
+        ("z", "HELLO WORLD.", "pile/Wikipedia"),
+        ("c", "hello, world", "cc/X"),
+        ("d", "something else entirely", "cc/X"),
+    ]
+    write_docs(tmp_path / "in", rows)
+    res = run("dedup", "exact", "--in", tmp_path / "in", "--out", tmp_path / "o", "--keep-rejected")
+    assert "rejected: exact_dup 2" in res.stdout
+    assert sorted(pd.read_parquet(tmp_path / "o")["id"]) == ["a", "c", "d"]  # lower,whitespace: a b z equal; ties by id
+    run("dedup", "exact", "--in", tmp_path / "in", "--out", tmp_path / "o2", "--priority", "pile/*")
+    assert sorted(pd.read_parquet(tmp_path / "o2")["id"]) == ["c", "d", "z"]
+    run("dedup", "exact", "--in", tmp_path / "in", "--out", tmp_path / "o3", "--normalize", "")
+    assert len(pd.read_parquet(tmp_path / "o3")) == 5
+    rej = pd.read_parquet(tmp_path / "o2" / "_rejected") if (tmp_path / "o2" / "_rejected").exists() else None
+    assert rej is None  # not asked for
+    rej = pd.read_parquet(tmp_path / "o" / "_rejected")
+    assert set(rej["dup_of"]) == {"a"}
+    cl = pd.read_parquet(tmp_path / "o" / "_clusters.parquet")
+    assert sorted(cl["id"]) == ["a", "b", "z"] and cl["kept"].sum() == 1
+
+
+def test_bad_options(run, tmp_path):
+    write_docs(tmp_path / "in", [("a", "x y z", "s")])
+    res = run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "o", "--bands", "20", "--rows", "10", ok=False)
+    assert res.exit_code == 1 and "exceeds --num-perm 128" in res.stderr
+    res = run("dedup", "fuzzy", "--in", tmp_path / "in", "--out", tmp_path / "o", "--bands", "20", ok=False)
+    assert res.exit_code == 1 and "give both --bands and --rows" in res.stderr
+    res = run("dedup", "exact", "--in", tmp_path / "in", "--out", tmp_path / "o", "--normalize", "lowercase", ok=False)
+    assert res.exit_code == 1 and "unknown normalisation 'lowercase'" in res.stderr
+
+
+def test_one_and_two_workers_give_identical_output(run, near_dup_corpus, tmp_path):
+    src, _ = near_dup_corpus
+    run("dedup", "fuzzy", "--in", src, "--out", tmp_path / "w1", "--workers", "1", "--keep-rejected", "--verify")
+    run("dedup", "fuzzy", "--in", src, "--out", tmp_path / "w2", "--workers", "2", "--keep-rejected", "--verify")
+    assert digest_dir(tmp_path / "w1") == digest_dir(tmp_path / "w2")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase,pattern,count", [
+    ("signatures", "_work/signatures/part-*.parquet", 4),
+    ("lsh", "_work/edges/band-*.parquet", 3),
+    ("removal", "part-*.parquet", 3),
+])  # fmt: skip
+def test_fuzzy_killed_in_each_phase_reruns_to_identical_output(tmp_path, phase, pattern, count):
+    rows = []
+    for i in range(1500):
+        base = words(10_000 + i, 200)
+        rows.append((f"d{i:05d}", " ".join(base), "cc/X" if i % 2 else "pile/W"))
+        if i % 10 == 0:
+            rows.append((f"v{i:05d}", variant(base, 0.9, i), "cc/X"))
+    write_docs(tmp_path / "in", rows, shards=12)
+    env = {**os.environ, "CURATE_PROGRESS": "log"}
+    args = [
+        "dedup",
+        "fuzzy",
+        "--in",
+        str(tmp_path / "in"),
+        "--verify",
+        "exact",
+        "--keep-rejected",
+        "--workers",
+        "1",
+        "--priority",
+        "pile/*",
+    ]
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "ref")], check=True, env=env, capture_output=True)
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-m", "curate", *args, "--out", str(out)], env=env, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    _kill_when(proc, out, pattern, count)
+    assert not (out / "_SUCCESS").exists(), f"the kill in phase {phase} came after the end"
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(out)], check=True, env=env, capture_output=True)
+    ref_files = {k: v for k, v in digest_dir(tmp_path / "ref").items()}
+    assert digest_dir(out) == ref_files
+    kept = pd.read_parquet(out)
+    assert kept["id"].is_unique and len(kept) + len(pd.read_parquet(out / "_rejected")) == len(rows)

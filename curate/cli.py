@@ -370,6 +370,191 @@ def dedup_fuzzy(inputs: tuple[str, ...], out: str, priority: str, workers: int |
 # --------------------------------------------------------------------------- tokenize, inspect, blend (issue 8)
 
 
+@cli.command("tokenize")
+@click.option(
+    "--in",
+    "inputs",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="Input dataset directory, Parquet file or glob (repeatable; read in this order).",
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    metavar="PREFIX",
+    help="Output prefix: PREFIX.bin, PREFIX.idx, PREFIX.stats.json (a directory with --per-source).",
+)
+@click.option(
+    "--tokenizer",
+    default="gpt2",
+    show_default=True,
+    metavar="gpt2|PATH",
+    help="gpt2 (GPT-2 BPE shipped with curate, offline), a Hugging Face tokenizer.json, or a tiktoken BPE file.",
+)
+@click.option("--append-eod/--no-append-eod", default=True, show_default=True, help="End every document with the end-of-document token.")
+@click.option(
+    "--eod-token", default=None, metavar="TOKEN", help="End-of-document token [default: <|endoftext|>, or the tokenizer's </s>-like token]."
+)
+@click.option(
+    "--per-source", is_flag=True, help="Write one prefix per source: OUT/<source>.bin/.idx (e.g. OUT/pile_Wikipedia), and OUT/_SUCCESS."
+)
+@click.option(
+    "--only-sources",
+    "only_sources",
+    default=None,
+    metavar="GLOBS",
+    help="Tokenize only documents of these sources (comma-separated globs); the others are counted as skipped.",
+)
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
+@click.option("--overwrite", is_flag=True, help="Replace finished outputs written with other parameters.")
+def tokenize_cmd(
+    inputs: tuple[str, ...],
+    out: str,
+    tokenizer: str,
+    append_eod: bool,
+    eod_token: str | None,
+    per_source: bool,
+    only_sources: str | None,
+    workers: int | None,
+    overwrite: bool,
+) -> None:
+    """Tokenize documents into Megatron-LM indexed datasets (.bin/.idx, MMIDIDX v1).
+
+    One sequence per document, in input order (the same bytes for any --workers); uint16
+    tokens when the vocabulary fits, else int32. Shards are tokenized in parallel into
+    pieces and merged without re-tokenizing; an interrupted run resumes its pieces.
+
+    \b
+    Examples:
+      curate tokenize --in out/decontam --out out/tokenized/corpus
+      curate tokenize --in out/decontam --out out/tokenized --per-source --workers 8
+      curate tokenize --in out/clean --out out/tok/llama --tokenizer path/to/tokenizer.json
+    """  # noqa: D301
+    from curate.stages.tokenize import summary_lines, tokenize
+
+    record = tokenize(
+        list(inputs),
+        out,
+        tokenizer=tokenizer,
+        eod_token=eod_token,
+        append_eod=append_eod,
+        per_source=per_source,
+        only_sources=only_sources,
+        executor=_executor(workers),
+        overwrite=overwrite,
+    )
+    for line in summary_lines(record):
+        click.echo(line)
+
+
+@cli.command("inspect")
+@click.argument("prefix", metavar="PREFIX")
+@click.option(
+    "--doc", "doc", type=click.IntRange(min=0), default=None, metavar="N", help="Print document N: its token ids and decoded text."
+)
+@click.option(
+    "--tokenizer", default=None, metavar="gpt2|PATH", help="Tokenizer to decode with [default: the one in PREFIX.stats.json, else gpt2]."
+)
+@click.option("--max-chars", type=click.IntRange(min=0), default=None, metavar="N", help="Print at most N characters of the document text.")
+def inspect_cmd(prefix: str, doc: int | None, tokenizer: str | None, max_chars: int | None) -> None:
+    """Counts, dtype and one decoded document of a Megatron indexed dataset.
+
+    \b
+    Examples:
+      curate inspect out/tokenized/pile_Wikipedia
+      curate inspect out/blend/blend --doc 0
+    """
+    from curate.stages.inspect import inspect_lines
+
+    for line in inspect_lines(prefix, doc=doc, tokenizer=tokenizer, max_chars=max_chars):
+        click.echo(line)
+
+
+@cli.command("blend")
+@click.option("--config", "config", required=True, metavar="BLEND.yaml", help="Sources with a weight or epochs, and total_tokens.")
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    metavar="DIR",
+    help="Output directory (blend.bin/.idx, or data_path.txt; blend_table.txt, blend.json, _SUCCESS).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["corpus", "megatron-args"]),
+    default="corpus",
+    show_default=True,
+    help="corpus: write a sampled, shuffled, tokenized blend; megatron-args: write Megatron's --data-path for train-time blending.",
+)
+@click.option("--seed", type=click.IntRange(min=0), default=None, help="Sampling seed [default: the config's seed, else 1234].")
+@click.option(
+    "--max-epochs",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Most passes over any source [default: the config's max_epochs, else 10].",
+)
+@click.option("--total-tokens", default=None, metavar="N|auto", help="Override the config's total_tokens (e.g. 270B, 1e6, auto).")
+@click.option(
+    "--workers", type=click.IntRange(min=1), default=None, help="Worker processes for sources that need tokenizing [default: all cores]."
+)
+@click.option("--overwrite", is_flag=True, help="Re-tokenize dataset-directory sources whose earlier tokenization used other parameters.")
+@click.option(
+    "--skip-missing",
+    is_flag=True,
+    help="Leave out sources whose path does not exist (warned) instead of failing; the other weights renormalise.",
+)
+def blend_cmd(
+    config: str,
+    out: str,
+    mode: str,
+    seed: int | None,
+    max_epochs: float | None,
+    total_tokens: str | None,
+    workers: int | None,
+    overwrite: bool,
+    skip_missing: bool,
+) -> None:
+    """Blend sources by weight or epochs (the MT-NLG table), into a corpus or Megatron's --data-path.
+
+    Each source is a tokenized prefix or a dataset directory (tokenized into DIR/sources/).
+    Sources with epochs take that many passes; weighted sources share the rest of
+    total_tokens by weight. Documents are sampled without replacement within each epoch.
+
+    \b
+    Example BLEND.yaml:
+      total_tokens: 1000000          # or 270B, or auto
+      max_epochs: 5
+      sources:
+        - {name: pile/Wikipedia, path: out/tokenized/pile_Wikipedia, weight: 0.04771}
+        - {name: cc, path: out/dedup, only_sources: "cc/*", epochs: 1.0}
+    \b
+    Examples:
+      curate blend --config blend.yaml --out out/blend
+      curate blend --config blend.yaml --out out/blend --mode megatron-args
+    """  # noqa: D301
+    from curate.stages.blend import blend, parse_total_tokens
+
+    record = blend(
+        config,
+        out,
+        mode=mode,
+        seed=seed,
+        max_epochs=max_epochs,
+        total_tokens=parse_total_tokens(total_tokens),
+        executor=_executor(workers),
+        overwrite=overwrite,
+        skip_missing=skip_missing,
+    )
+    click.echo(record["table"])
+    if mode == "corpus":
+        click.echo(f"  output: {record['prefix']}.bin, {record['prefix']}.idx ({record['documents']:,} docs, {record['tokens']:,} tokens)")
+    else:
+        click.echo(f"--data-path {record['data_path']}")
+        click.echo(f"  written to {record['data_path_file']}")
+
+
 def main() -> None:
     """Console entry point."""
     cli.main()

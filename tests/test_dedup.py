@@ -17,7 +17,7 @@ import pytest
 
 from curate.dedup.clusters import choose_survivors, connected_components
 from curate.dedup.lsh import candidate_pairs
-from curate.dedup.minhash import MinHasher, band_hashes, exact_jaccard, normalize_words, optimal_bands, shingle_hashes, word_hashes
+from curate.dedup.minhash import MinHasher, band_hashes, exact_jaccard, optimal_bands, shingle_hashes, unique_per_doc, word_hashes
 from curate.schema import BASE_SCHEMA
 from tests.test_dataset import _kill_when, digest_dir
 
@@ -95,7 +95,7 @@ def test_minhash_estimate_is_unbiased_and_close():
 
 
 def test_empty_and_short_documents_have_no_or_one_shingle():
-    wh, off = word_hashes(normalize_words(pa.array(["", "   ", "!!!", "one", "one two"], pa.large_string())))
+    wh, off = word_hashes(pa.array(["", "   ", "!!!", "one", "one two"], pa.large_string()))
     sh, soff = shingle_hashes(wh, off, 5)
     assert np.diff(soff).tolist() == [0, 0, 0, 1, 1]
 
@@ -326,7 +326,7 @@ def test_one_and_two_workers_give_identical_output(run, near_dup_corpus, tmp_pat
 @pytest.mark.slow
 @pytest.mark.parametrize("phase,pattern,count", [
     ("signatures", "_work/signatures/part-*.parquet", 4),
-    ("lsh", "_work/edges/band-*.parquet", 3),
+    ("lsh", "_work/candidates/band-*.parquet", 3),
     ("removal", "part-*.parquet", 3),
 ])  # fmt: skip
 def test_fuzzy_killed_in_each_phase_reruns_to_identical_output(tmp_path, phase, pattern, count):
@@ -362,3 +362,31 @@ def test_fuzzy_killed_in_each_phase_reruns_to_identical_output(tmp_path, phase, 
     assert digest_dir(out) == ref_files
     kept = pd.read_parquet(out)
     assert kept["id"].is_unique and len(kept) + len(pd.read_parquet(out / "_rejected")) == len(rows)
+
+
+def test_word_hashes_equal_words_equal_hashes_across_documents():
+    texts = pa.array(["Hello, world! HELLO", "world\u00a0hello\tcafé", "café-au-lait"], pa.large_string())
+    wh, off = word_hashes(texts)
+    per_doc = [wh[off[i] : off[i + 1]].tolist() for i in range(3)]
+    assert len(per_doc[0]) == 3 and per_doc[0][0] == per_doc[0][2]  # case folded, punctuation dropped
+    assert per_doc[1][:2] == [per_doc[0][1], per_doc[0][0]]  # no-break space and tab separate words
+    assert per_doc[1][2] == per_doc[2][0]  # 'café' in both; hyphens split words
+    assert len(set(wh.tolist())) == 5  # hello, world, café, au, lait
+
+
+def test_unique_per_doc_matches_numpy_unique():
+    rng = np.random.default_rng(0)
+    sh = rng.integers(0, 50, 300).astype(np.uint64)
+    off = np.array([0, 10, 10, 150, 300])
+    u, uoff = unique_per_doc(sh, off)
+    for i in range(4):
+        assert u[uoff[i] : uoff[i + 1]].tolist() == np.unique(sh[off[i] : off[i + 1]]).tolist()
+
+
+def test_band_choice_agrees_with_datasketch():
+    from datasketch.lsh import _optimal_param
+
+    for threshold in (0.5, 0.7, 0.8, 0.9):
+        for weights in ((0.5, 0.5), (0.1, 0.9)):
+            for num_perm in (64, 128, 256):
+                assert optimal_bands(threshold, num_perm, *weights) == tuple(_optimal_param(threshold, num_perm, *weights))

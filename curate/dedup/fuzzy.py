@@ -5,9 +5,11 @@ Phases, each sharded, resumable, and leaving Parquet to inspect under ``OUT/_wor
 a. ``signatures/part-S.parquet`` (doc, id, source, rank, length, shingles) per input
    shard, with the signatures themselves in ``part-S.sig.npy`` (memory-mapped later) and
    ``bands/band-BB/part-S.parquet`` (hash, doc) sorted by hash;
-b. ``edges/band-BB.parquet``: per band, candidate pairs from runs of equal band hashes
-   (sorting, no in-memory dictionary), verified against the threshold if asked;
-c. ``components.parquet``: connected components of all edges (scipy, union of bands);
+b. ``candidates/band-BB.parquet``: per band, candidate pairs from runs of equal band
+   hashes (sorting, no in-memory dictionary); ``pairs/chunk-C.parquet``: their union
+   without repeats; ``edges/chunk-C.parquet``: the pairs whose Jaccard (estimated from
+   the signatures, or exact from ``shingles/``) reaches the threshold, with ``--verify``;
+c. ``components.parquet``: connected components of the edges (scipy);
 d. ``OUT/_clusters.parquet`` (id, cluster, source, kept), then the removal pass writing
    the kept documents with ``dup_cluster`` and the dropped ones with ``dup_of``.
 
@@ -41,7 +43,7 @@ from curate.dataset import (
 )
 from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
 from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
-from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
+from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands, unique_per_doc
 from curate.errors import CurateError
 from curate.executor import Executor, LocalExecutor
 from curate.schema import source_rank
@@ -139,10 +141,9 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
         has = counts > 0
         bands_list.append((bh[has], keys[has]))
         if cfg.verify == "exact":
-            for d in range(n):
-                u = np.unique(sh[off[d] : off[d + 1]])
-                sh_list.append(u)
-                sh_off.append(sh_off[-1] + len(u))
+            u, uoff = unique_per_doc(sh, off)
+            sh_list.append(u)
+            sh_off.extend((sh_off[-1] + uoff[1:]).tolist())
     schema = pa.schema(
         [
             ("doc", pa.int64()),
@@ -180,14 +181,13 @@ class _BandJob:
     band: int
     work: Path
     shards: int
-    cfg: FuzzyConfig
 
 
 def _band_job(job: _BandJob) -> dict[str, Any]:
-    out = job.work / "edges" / f"band-{job.band:02d}.parquet"
+    """Candidate pairs of one band: sort (hash, doc) of every shard, pair runs of equal hashes."""
+    out = job.work / "candidates" / f"band-{job.band:02d}.parquet"
     if out.exists():
         return {"skipped": 1}
-    t0 = time.perf_counter()
     band_dir = job.work / "bands" / f"band-{job.band:02d}"
     hs, ds = [], []
     for s in range(job.shards):
@@ -197,31 +197,69 @@ def _band_job(job: _BandJob) -> dict[str, Any]:
     h = np.concatenate(hs) if hs else np.zeros(0, np.uint64)
     d = np.concatenate(ds) if ds else np.zeros(0, np.int64)
     a, b = candidate_pairs(h, d)
-    candidates = len(a)
-    cfg = job.cfg
-    if cfg.verify != "none":
-        sigs = SignatureStore(job.work / "signatures")
-        shingles = ShingleStore(job.work / "shingles") if cfg.verify == "exact" else None
-        a, b, j = verify_pairs(a, b, cfg.threshold, sigs, shingles)
-    else:
-        j = np.full(len(a), np.nan, np.float32)
+    write_table_atomic(out, pa.table({"a": a, "b": b}))
+    return {"candidates": len(a), "docs": len(h)}
+
+
+@dataclass
+class _VerifyJob:
+    chunk: int
+    work: Path
+    cfg: FuzzyConfig
+
+
+VERIFY_CHUNK = 500_000  # candidate pairs per verification job
+
+
+def _verify_job(job: _VerifyJob) -> dict[str, Any]:
+    """Jaccard of each unique candidate pair of one chunk; keep those at the threshold."""
+    out = job.work / "edges" / f"chunk-{job.chunk:05d}.parquet"
+    if out.exists():
+        return {"skipped": 1}
+    t = pq.read_table(job.work / "pairs" / f"chunk-{job.chunk:05d}.parquet")
+    a, b = t.column("a").to_numpy(), t.column("b").to_numpy()
+    sigs = SignatureStore(job.work / "signatures")
+    shingles = ShingleStore(job.work / "shingles") if job.cfg.verify == "exact" else None
+    a, b, j = verify_pairs(a, b, job.cfg.threshold, sigs, shingles)
     write_table_atomic(out, pa.table({"a": a, "b": b, "jaccard": j}))
-    return {"candidates": candidates, "edges": len(a), "docs": len(h), "seconds": time.perf_counter() - t0}
+    return {"pairs": t.num_rows, "edges": len(a)}
+
+
+def _unique_candidates(work: Path, bands: int) -> int:
+    """Union of every band's candidates, without repeats, cut into chunks for verification."""
+    done = work / "pairs" / "_chunks.json"
+    if done.exists():
+        import json
+
+        return int(json.loads(done.read_text())["chunks"])
+    a_all, b_all = [], []
+    for band in range(bands):
+        t = pq.read_table(work / "candidates" / f"band-{band:02d}.parquet")
+        a_all.append(t.column("a").to_numpy())
+        b_all.append(t.column("b").to_numpy())
+    a, b = unique_pairs(np.concatenate(a_all), np.concatenate(b_all))
+    chunks = max(1, -(-len(a) // VERIFY_CHUNK))
+    for c in range(chunks):
+        sl = slice(c * VERIFY_CHUNK, (c + 1) * VERIFY_CHUNK)
+        write_table_atomic(work / "pairs" / f"chunk-{c:05d}.parquet", pa.table({"a": a[sl], "b": b[sl]}))
+    write_json_atomic(done, {"chunks": chunks, "pairs": int(len(a))})
+    return chunks
 
 
 # --------------------------------------------------------------------------- phases c, d
 
 
-def _components(work: Path, bands: int) -> pa.Table:
+def _components(work: Path, chunks: int, verified: bool) -> pa.Table:
     out = work / "components.parquet"
     if out.exists():
         return pq.read_table(out)
     a_all, b_all = [], []
-    for band in range(bands):
-        t = pq.read_table(work / "edges" / f"band-{band:02d}.parquet", columns=["a", "b"])
+    for c in range(chunks):
+        f = work / ("edges" if verified else "pairs") / f"chunk-{c:05d}.parquet"
+        t = pq.read_table(f, columns=["a", "b"])
         a_all.append(t.column("a").to_numpy())
         b_all.append(t.column("b").to_numpy())
-    a, b = unique_pairs(np.concatenate(a_all), np.concatenate(b_all))
+    a, b = np.concatenate(a_all), np.concatenate(b_all)
     nodes, labels = connected_components(a, b)
     table = pa.table({"doc": nodes, "component": labels})
     write_table_atomic(out, table)
@@ -299,14 +337,19 @@ def run_fuzzy(
     timings["signatures"] = time.perf_counter() - t
 
     t = time.perf_counter()
-    band_jobs = [_BandJob(b, work, len(files), cfg) for b in range(cfg.bands)]
-    band_stats = executor.map(
-        _band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band"
-    )
+    band_jobs = [_BandJob(b, work, len(files)) for b in range(cfg.bands)]
+    executor.map(_band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band")
+    chunks = _unique_candidates(work, cfg.bands)
     timings["lsh"] = time.perf_counter() - t
 
+    if cfg.verify != "none":
+        t = time.perf_counter()
+        vjobs = [_VerifyJob(c, work, cfg) for c in range(chunks)]
+        executor.map(_verify_job, vjobs, labels=[f"chunk-{c:05d}" for c in range(chunks)], desc="dedup fuzzy: verify", unit="chunk")
+        timings["verify"] = time.perf_counter() - t
+
     t = time.perf_counter()
-    comps = _components(work, cfg.bands)
+    comps = _components(work, chunks, cfg.verify != "none")
     clusters_path = od.path / "_clusters.parquet"
     if not clusters_path.exists():
         clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
@@ -317,8 +360,7 @@ def run_fuzzy(
     import json
 
     comp_info = json.loads((work / "components.json").read_text())
-    candidates = sum(s.get("candidates", 0) for s in band_stats if s)
-    verified = sum(s.get("edges", 0) for s in band_stats if s)
+    candidates = json.loads((work / "pairs" / "_chunks.json").read_text())["pairs"]
 
     def finish(merged: dict[str, Any]) -> dict[str, Any]:
         return {
@@ -328,8 +370,7 @@ def run_fuzzy(
                 "num_perm": cfg.num_perm,
                 "threshold": cfg.threshold,
                 "verify": cfg.verify,
-                "candidate_pairs": candidates if not any(s.get("skipped") for s in band_stats if s) else None,
-                "verified_pairs": verified if not any(s.get("skipped") for s in band_stats if s) else None,
+                "candidate_pairs": candidates,
                 "unique_edges": comp_info["edges"],
                 "docs_in_edges": comp_info["docs_in_edges"],
                 "clusters": int(clusters.filter(clusters.column("kept")).num_rows),

@@ -1,10 +1,10 @@
 """Shingling and MinHash signatures in bulk, and the LSH band choice.
 
-A batch of documents is normalised and split into words with Arrow kernels, each
-*distinct* word of the batch is hashed once (xxh3), word n-gram shingles are combined
-from word hashes with vectorised numpy arithmetic, and rensa (Rust) turns the flat
-shingle-hash buffer into a MinHash signature matrix. No Python object is made per
-shingle; per word only for the batch's vocabulary.
+A batch of documents is normalised with Arrow kernels (lowercase, punctuation to
+spaces), words are found and hashed on the UTF-8 bytes with numpy, word n-gram
+shingles are combined from word hashes with vectorised numpy arithmetic, and rensa
+(Rust) turns the flat shingle-hash buffer into a MinHash signature matrix. No Python
+object is made per word or per shingle.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import rensa
-import xxhash
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -31,33 +30,73 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def normalize_words(texts: pa.Array | pa.ChunkedArray) -> pa.ListArray:
-    """Lowercase, punctuation to spaces, split on whitespace (Unicode letters and digits kept)."""
+_P = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
+_PINV = np.uint64(pow(int(_P), -1, 1 << 64))
+_POW_CACHE: dict[str, np.ndarray] = {}
+_SEPARATOR = np.zeros(256, bool)
+_SEPARATOR[[9, 10, 11, 12, 13, 32]] = True  # ASCII whitespace; other non-word characters become spaces first
+
+
+def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """P**k and P**-k modulo 2**64 for k < n (cached, grown by doubling)."""
+    have = _POW_CACHE.get("p")
+    if have is None or len(have) < n:
+        size = max(n, 2 * len(have) if have is not None else 1 << 20)
+        p = np.full(size, _P, np.uint64)
+        p[0] = 1
+        np.cumprod(p, out=p)
+        q = np.full(size, _PINV, np.uint64)
+        q[0] = 1
+        np.cumprod(q, out=q)
+        _POW_CACHE["p"], _POW_CACHE["q"] = p, q
+    return _POW_CACHE["p"], _POW_CACHE["q"]
+
+
+def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """Lowercase; every run of characters that are not letters, digits, marks or ASCII whitespace becomes a space."""
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
-    low = pc.utf8_lower(texts)
-    words = pc.replace_substring_regex(low, r"[^\p{L}\p{N}\p{M}\s]+", " ")
-    return pc.utf8_split_whitespace(words)
+    return pc.replace_substring_regex(pc.utf8_lower(texts), r"[^\p{L}\p{N}\p{M}\s]+", " ")
 
 
-def word_hashes(words: pa.ListArray) -> tuple[np.ndarray, np.ndarray]:
-    """(flat uint64 word hashes, int64 offsets per document) for a list array of words."""
-    offsets = words.offsets.to_numpy().astype(np.int64)
-    offsets = offsets - offsets[0]
-    flat = words.flatten()
-    nonempty = pc.greater(pc.binary_length(flat), 0).to_numpy(zero_copy_only=False)
-    if not nonempty.all():  # the splitter leaves "" for empty text and trailing spaces
-        doc_of = np.repeat(np.arange(len(offsets) - 1), np.diff(offsets))
-        counts = np.bincount(doc_of[nonempty], minlength=len(offsets) - 1)
-        offsets = np.zeros(len(offsets), np.int64)
-        np.cumsum(counts, out=offsets[1:])
-        flat = flat.filter(pa.array(nonempty))
-    if len(flat) == 0:
-        return np.zeros(0, np.uint64), offsets
-    enc = pc.dictionary_encode(flat)
-    vocab = enc.dictionary.cast(pa.large_binary()).to_pylist()
-    vh = np.fromiter((xxhash.xxh3_64_intdigest(w) for w in vocab), dtype=np.uint64, count=len(vocab))
-    return vh[enc.indices.to_numpy()], offsets
+def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hash of every word, int64 word offsets per document) of normalised texts.
+
+    Words are found and hashed on the UTF-8 bytes with numpy, without making a string per
+    word: a word's hash is the polynomial sum of its bytes, taken from one prefix sum of
+    ``byte * P**-position`` (wrapping uint64 arithmetic), then mixed.
+    """
+    norm = normalize_text(texts).cast(pa.large_binary())
+    n = len(norm)
+    if norm.null_count:
+        norm = pc.fill_null(norm, b"")
+    bufs = norm.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
+    base = int(offs[0])
+    size = int(offs[-1]) - base
+    offs = offs - base
+    if size == 0:
+        return np.zeros(0, np.uint64), np.zeros(n + 1, np.int64)
+    data = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
+    is_char = ~_SEPARATOR[data]
+    boundary = np.zeros(size + 1, bool)  # a document starts at this byte
+    boundary[offs] = True
+    prev = np.empty(size, bool)
+    prev[0] = False
+    prev[1:] = is_char[:-1]
+    nxt = np.empty(size, bool)
+    nxt[-1] = False
+    nxt[:-1] = is_char[1:]
+    starts = np.flatnonzero(is_char & (~prev | boundary[:-1]))
+    ends = np.flatnonzero(is_char & (~nxt | boundary[1:]))  # last byte of each word
+    p_pow, q_pow = _powers(size)
+    prefix = np.zeros(size + 1, np.uint64)
+    np.cumsum(data * q_pow[:size], out=prefix[1:])
+    h = mix64((prefix[ends + 1] - prefix[starts]) * p_pow[ends])
+    doc = np.searchsorted(offs, starts, side="right") - 1
+    woff = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(doc, minlength=n), out=woff[1:])
+    return h, woff
 
 
 def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -114,7 +153,7 @@ class MinHasher:
     seed: int = 42
 
     def shingles(self, texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-        wh, off = word_hashes(normalize_words(texts))
+        wh, off = word_hashes(texts)
         return shingle_hashes(wh, off, self.ngram)
 
     def signatures(self, texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
@@ -135,6 +174,21 @@ class MinHasher:
             m = rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, sub_off, self.num_perm, self.seed)
             sig[nz] = np.asarray(m.to_rows(), dtype=np.uint32)
         return sig, counts, sh, off
+
+
+def unique_per_doc(sh: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted unique shingle hashes of each document, and their offsets (one sort per batch)."""
+    n = len(off) - 1
+    if len(sh) == 0:
+        return sh, np.zeros(n + 1, np.int64)
+    doc = np.repeat(np.arange(n), np.diff(off))
+    order = np.lexsort((sh, doc))
+    s, d = sh[order], doc[order]
+    keep = np.ones(len(s), bool)
+    keep[1:] = (s[1:] != s[:-1]) | (d[1:] != d[:-1])
+    out_off = np.zeros(n + 1, np.int64)
+    np.cumsum(np.bincount(d[keep], minlength=n), out=out_off[1:])
+    return s[keep], out_off
 
 
 def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
@@ -167,7 +221,11 @@ def estimated_jaccard(sig_a: np.ndarray, sig_b: np.ndarray) -> np.ndarray:
 
 def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     """Jaccard similarity of two sorted unique uint64 shingle sets."""
-    if len(a) == 0 and len(b) == 0:
+    if len(a) == 0 or len(b) == 0:
         return 0.0
-    inter = len(np.intersect1d(a, b, assume_unique=True))
+    if len(a) > len(b):
+        a, b = b, a
+    idx = np.searchsorted(b, a)
+    idx[idx == len(b)] = 0
+    inter = int(np.count_nonzero(b[idx] == a))
     return inter / (len(a) + len(b) - inter)

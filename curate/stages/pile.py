@@ -37,7 +37,7 @@ PILE_SUBSETS = [
     "OpenSubtitles", "Wikipedia (en)", "DM Mathematics", "Ubuntu IRC", "BookCorpus2",
     "EuroParl", "HackerNews", "YoutubeSubtitles", "PhilPapers", "NIH ExPorter", "Enron Emails",
 ]  # fmt: skip
-SUFFIXES = (".jsonl", ".jsonl.zst", ".json.zst", ".jsonl.gz", ".json.gz", ".json", ".parquet")
+SUFFIXES = (".jsonl", ".jsonl.zst", ".json.zst", ".jsonl.gz", ".json.gz", ".parquet")  # plain .json is not JSON lines (a manifest, say)
 MAX_LINE_BYTES = int(os.environ.get("CURATE_MAX_LINE_BYTES", str(64 << 20)))
 _BAD_FILE_LINES = 20  # this many unparsable lines before any good one: not a JSON-lines file
 
@@ -87,7 +87,7 @@ def find_files(spec: str) -> tuple[list[Path], Path]:
     if p.is_file():
         return [p], p.parent
     if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES) and not f.name.startswith("."))
+        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES) and not f.name.startswith((".", "_")))
         if not files:
             raise CurateError(f"{spec}: no data files ({', '.join(SUFFIXES)}) in this directory")
         return files, p

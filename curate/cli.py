@@ -271,6 +271,105 @@ def clean(
 
 # --------------------------------------------------------------------------- extract (issue 3)
 
+
+@download.command("cc")
+@click.option("--snapshot", required=True, metavar="NAME", help="CommonCrawl snapshot, e.g. CC-MAIN-2020-50.")
+@click.option("--segments", required=True, type=click.IntRange(min=1), metavar="N", help="How many WARC files to download.")
+@click.option("--seed", type=int, default=None, help="Pick a seeded random sample of the listing instead of the first N.")
+@click.option(
+    "--base-url",
+    default="https://data.commoncrawl.org",
+    show_default=True,
+    metavar="URL",
+    help="The data host; a mirror or a local server (python -m curate.httpserve DIR) works the same.",
+)
+@click.option("--out", required=True, metavar="DIR", help="Files go to DIR/<path as listed> (DIR mirrors the host's layout).")
+@click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
+@click.option("--retries", type=click.IntRange(min=0), default=5, show_default=True, help="Retries of a file after a transient error.")
+@click.option("--retry-wait", type=click.FloatRange(min=0), default=1.0, show_default=True, help="First backoff in seconds (doubles per retry, at most 60).")
+@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds without data before a read is retried.")
+def download_cc_cmd(
+    snapshot: str,
+    segments: int,
+    seed: int | None,
+    base_url: str,
+    out: str,
+    workers: int,
+    retries: int,
+    retry_wait: float,
+    timeout: float,
+) -> None:
+    """CommonCrawl WARC files of one snapshot, resumable (extract them with `curate extract`).
+
+    Reads BASE-URL/crawl-data/SNAPSHOT/warc.paths.gz, picks N paths and downloads each to
+    OUT/<path>. A file is written under a temporary name and renamed when complete and of
+    the announced size; an interrupted file resumes with an HTTP Range request; connection
+    errors, timeouts and 5xx are retried with exponential backoff. A 404 or a size
+    mismatch fails that file, the others still complete, and the command exits 1 naming
+    what is missing. Re-running skips complete files (and reuses the saved listing).
+
+    \b
+    Example:
+      curate download cc --snapshot CC-MAIN-2020-50 --segments 2 --out data/cc
+      curate download cc --snapshot CC-MAIN-2021-04 --segments 100 --seed 1 --workers 8 --out data/cc
+    """  # noqa: D301
+    from curate.stages.download_cc import RetryPolicy, download_cc, summary_line
+
+    policy = RetryPolicy(retries=retries, wait=retry_wait, read_timeout=timeout)
+    summary = download_cc(snapshot, segments, out, seed=seed, base_url=base_url, workers=workers, policy=policy)
+    click.echo(summary_line(summary))
+    click.echo(f"  output: {out}")
+
+
+@cli.command("extract")
+@click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
+              help="Directory (searched recursively), .warc.gz file or glob (repeatable).")
+@click.option("--out", required=True, metavar="DIR", help="Output dataset directory (one shard per WARC file).")
+@click.option("--extractor", type=click.Choice(["resiliparse", "trafilatura", "justext"]), default="resiliparse",
+              show_default=True, help="Main-content extractor.")
+@click.option("--source", default=None, metavar="NAME",
+              help="The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].")
+@click.option("--max-html-bytes", type=click.IntRange(min=1), default=1_000_000, show_default=True,
+              help="Records with a larger HTML body are skipped (too_large).")
+@click.option("--record-timeout", type=click.FloatRange(min=0), default=5.0, show_default=True,
+              help="Seconds one record's extraction may take (timeout); 0: no limit, extract in-process.")
+@click.option("--min-chars", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Documents with less extracted text are rejected (empty).")
+@click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
+@click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming.")
+@click.option("--keep-rejected", is_flag=True, help="Also write skipped records to OUT/_rejected/ with a reason (text empty).")
+def extract_cmd(
+    inputs: tuple[str, ...],
+    out: str,
+    extractor: str,
+    source: str | None,
+    max_html_bytes: int,
+    record_timeout: float,
+    min_chars: int,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+) -> None:
+    """Main-content text of the HTML pages in WARC files (source = cc/<snapshot>).
+
+    Keeps `response` records with HTTP 200 and an HTML content type, decodes them with the
+    declared or detected charset, extracts the main content, repairs Unicode, and writes
+    one shard per WARC file with url, id (the WARC-Record-ID) and meta (WARC date, content
+    type, charset). Other records are counted under a reason (not_200, not_html,
+    too_large, binary, decode_error, empty, timeout, ...); a truncated or corrupt file keeps
+    what could be read and is named in a warning.
+
+    \b
+    Example:
+      curate extract --in data/cc --out out/cc_extract
+      curate extract --in 'data/cc/**/*.warc.gz' --extractor trafilatura --out out/cc_traf
+    """  # noqa: D301
+    from curate.stages.extract import ExtractStage, run_extract
+
+    stage = ExtractStage(extractor=extractor, max_html_bytes=max_html_bytes, record_timeout=record_timeout, min_chars=min_chars)
+    record = run_extract(stage, list(inputs), out, source=source, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
+    _report("extract", record, out)
+
 # --------------------------------------------------------------------------- langid, filter (issue 4)
 
 # --------------------------------------------------------------------------- quality (issue 5)

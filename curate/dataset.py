@@ -88,10 +88,11 @@ class ShardWriter:
     ``abort`` removes the temporary file, so a failed shard leaves nothing under its name.
     """
 
-    def __init__(self, path: Path, schema: pa.Schema | None = None) -> None:
+    def __init__(self, path: Path, schema: pa.Schema | None = None, compression: str = "zstd") -> None:
         self.path = Path(path)
         self.tmp = _tmp_path(self.path)
         self.schema = schema
+        self.compression = compression
         self.rows = 0
         self._writer: pq.ParquetWriter | None = None
 
@@ -103,7 +104,7 @@ class ShardWriter:
             self._writer = pq.ParquetWriter(
                 self.tmp,
                 schema,
-                compression="zstd",
+                compression=self.compression,
                 use_dictionary=dict_cols or False,
                 write_statistics=["id"] if "id" in schema.names else False,
             )
@@ -673,9 +674,9 @@ def save_npy_atomic(path: Path, array: Any) -> None:
         raise CurateError(f"cannot write {path}: {exc.strerror or exc}") from exc
 
 
-def write_table_atomic(path: Path, table: pa.Table) -> None:
-    """One whole table as a zstd Parquet file, atomically."""
-    w = ShardWriter(path, table.schema)
+def write_table_atomic(path: Path, table: pa.Table, compression: str = "zstd") -> None:
+    """One whole table as a Parquet file, atomically (``compression="none"`` for random hashes)."""
+    w = ShardWriter(path, table.schema, compression)
     w.write(table)
     w.close()
 
@@ -772,3 +773,111 @@ def write_stream(
         if bar is not None:
             bar.close()
     return od.finish(names)
+
+
+# --------------------------------------------------------------------------- file stages: one input file -> one shard
+
+
+@dataclass
+class FileBatch:
+    """What a file reader yields: kept and rejected documents, counters, and the input they came from.
+
+    ``docs_in``/``bytes_in`` count the input (e.g. HTML records and bytes); by default they are
+    the kept plus rejected rows and their text bytes. ``source`` attributes them per source.
+    """
+
+    kept: pa.Table
+    rejected: pa.Table | None = None
+    counters: dict[str, Any] = field(default_factory=dict)
+    docs_in: int | None = None
+    bytes_in: int | None = None
+    source: str = ""
+
+
+@dataclass
+class _FileJob:
+    reader: Any  # picklable callable: reader(path) -> Iterator[FileBatch]
+    input: Path
+    out: Path
+    name: str
+    keep_rejected: bool
+    stage_name: str
+    params: dict[str, Any]
+    schema: pa.Schema
+
+
+def _file_shard(job: _FileJob) -> dict[str, Any]:
+    """Read one input file into one shard (in a worker process); same file order as ``_map_shard``."""
+    out = OutputDir(job.out, job.stage_name, job.params)
+    stats = ShardStats(shard=job.name, inputs=[str(job.input)])
+    t0 = time.perf_counter()
+    kept_w = ShardWriter(out.shard_path(job.name), job.schema)
+    rej_w = ShardWriter(out.rejected_path(job.name), rejected_schema(job.schema)) if job.keep_rejected else None
+    try:
+        for batch in job.reader(job.input):
+            rejected = batch.rejected if batch.rejected is not None else rejected_schema(job.schema).empty_table()
+            n_in = batch.docs_in if batch.docs_in is not None else batch.kept.num_rows + rejected.num_rows
+            b_in = batch.bytes_in if batch.bytes_in is not None else text_bytes(batch.kept) + text_bytes(rejected)
+            stats.docs_in += n_in
+            stats.bytes_in += b_in
+            src = stats._src(batch.source)
+            src["docs_in"] += n_in
+            src["bytes_in"] += b_in
+            stats.add_out(batch.kept)
+            kept_w.write(batch.kept)
+            if rejected.num_rows:
+                stats.add_rejected(rejected)
+                if rej_w is not None:
+                    rej_w.write(rejected)
+            stats.count(batch.counters)
+        if rej_w is not None:
+            rej_w.close()
+        stats.seconds = time.perf_counter() - t0
+        out.write_shard_stats(stats)
+        kept_w.close()  # last: its existence marks the shard complete
+    except BaseException as exc:
+        kept_w.abort()
+        if rej_w is not None:
+            rej_w.abort()
+        if isinstance(exc, CurateError) or not isinstance(exc, Exception):
+            raise
+        log_file = out.path / ERRORS_DIR / f"{job.name}.txt"
+        write_bytes_atomic(log_file, traceback.format_exc().encode())
+        first_line = (str(exc).strip().splitlines() or [""])[0]
+        raise CurateError(f"{job.input}: {type(exc).__name__}: {first_line} (traceback: {log_file})") from exc
+    return stats.to_dict()
+
+
+def run_file_stage(
+    reader: Callable[[Path], Iterable[FileBatch]],
+    files: list[Path],
+    out: str | os.PathLike,
+    *,
+    stage_name: str,
+    params: dict[str, Any],
+    schema: pa.Schema,
+    executor: Executor | None = None,
+    overwrite: bool = False,
+    keep_rejected: bool = False,
+    finish: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """Run ``reader`` over input files that are not Parquet (WARC, ...): file ``k`` -> ``part-k``.
+
+    The output directory behaves like a map stage's (params, resume, stats, ``_SUCCESS``);
+    ``reader`` must be picklable and yield :class:`FileBatch` objects with ``schema``'s columns.
+    """
+    od = OutputDir(out, stage_name, {"_stage": stage_name, "keep_rejected": keep_rejected, **params}, overwrite)
+    od.prepare()
+    names = [shard_name(i) for i in range(len(files))]
+    pending = [
+        _FileJob(reader, f, od.path, n, keep_rejected, stage_name, od.params, schema) for f, n in zip(files, names) if not od.is_done(n)
+    ]
+    if not pending and od.complete:
+        log.info("%s: %s is complete; nothing to do (use --overwrite to redo)", stage_name, od.path)
+        return read_success(od.path)
+    od.invalidate()
+    if len(pending) < len(files):
+        log.info("%s: resuming, %d of %d shard(s) already done", stage_name, len(files) - len(pending), len(files))
+    executor = executor or LocalExecutor()
+    executor.map(_file_shard, pending, labels=[f"{j.name} ({j.input.name})" for j in pending], desc=stage_name, describe=describe_shard)
+    return od.finish(names, finish)

@@ -26,6 +26,15 @@ from curate.errors import CurateError, ShardError
 log = logging.getLogger("curate")
 
 
+def init_worker_logging(level: int) -> None:
+    """Give a worker process the CLI's log format and level (``curate: ...`` on stderr)."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("curate: %(message)s"))
+    log.handlers[:] = [handler]
+    log.setLevel(level)
+    log.propagate = False
+
+
 def default_workers() -> int:
     """All cores this process may use."""
     try:
@@ -131,7 +140,12 @@ class LocalExecutor(Executor):
     def _get_pool(self) -> ProcessPoolExecutor:
         """One pool for all of a stage's phases: workers start (and import) once."""
         if self._pool is None:
-            self._pool = ProcessPoolExecutor(max_workers=self.workers, mp_context=mp.get_context("spawn"))
+            self._pool = ProcessPoolExecutor(
+                max_workers=self.workers,
+                mp_context=mp.get_context("spawn"),
+                initializer=init_worker_logging,
+                initargs=(log.getEffectiveLevel(),),
+            )
         return self._pool
 
     def close(self) -> None:

@@ -162,7 +162,9 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
         h = bh_all[:, b]
         order = np.argsort(h, kind="stable")
         write_table_atomic(
-            job.work / "bands" / f"band-{b:02d}" / f"part-{job.index:05d}.parquet", pa.table({"hash": h[order], "doc": keys_all[order]})
+            job.work / "bands" / f"band-{b:02d}" / f"part-{job.index:05d}.parquet",
+            pa.table({"hash": h[order], "doc": keys_all[order]}),
+            compression="none",  # random hashes do not compress
         )
     if cfg.verify == "exact":
         flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint64)

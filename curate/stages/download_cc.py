@@ -1,0 +1,504 @@
+"""CommonCrawl WARC segments over HTTP: listing, path selection, resumable downloads.
+
+``<base>/crawl-data/<snapshot>/warc.paths.gz`` lists a snapshot's WARC files (about 80,000,
+1 GB each); N of them are picked (the first N, or a seeded sample) and each is fetched to
+``OUT/<path as listed>``, so OUT mirrors the data host's layout. A file streams to
+``.<name>.part`` and is renamed only when complete and of the announced size, so a file
+under its real name is always whole and a re-run skips it without asking the server.
+An interrupted file resumes with ``Range: bytes=<have>-``; connection errors, timeouts,
+HTTP 5xx/408/429 are retried with exponential backoff a bounded number of times; a 404
+(or any other 4xx) and a size that does not match the announced one fail that file while
+the others complete. Downloads are I/O-bound, so they run in threads (``workers``).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import os
+import queue
+import random
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import requests
+
+from curate.errors import CurateError
+
+log = logging.getLogger("curate")
+
+DEFAULT_BASE_URL = "https://data.commoncrawl.org"
+SNAPSHOT_RE = re.compile(r"^CC-MAIN-\d{4}-\d{2}$")
+CHUNK = 256 << 10
+MANIFEST_DIR = "_download"
+_CONTENT_RANGE = re.compile(r"^bytes\s+(?:(\d+)-(\d+)|\*)/(\d+|\*)$")
+_USER_AGENT = "curate (https://github.com/; data pipeline) python-requests"
+
+
+@dataclass
+class RetryPolicy:
+    """How hard to try: ``retries`` more attempts after the first, waiting ``wait * 2**k`` seconds (capped)."""
+
+    retries: int = 5
+    wait: float = 1.0
+    max_wait: float = 60.0
+    connect_timeout: float = 15.0
+    read_timeout: float = 60.0
+
+    def delay(self, attempt: int) -> float:
+        return min(self.max_wait, self.wait * (2 ** max(0, attempt - 1)))
+
+
+class _Transient(Exception):
+    """A failure worth retrying (5xx, a short body)."""
+
+
+class _Fatal(Exception):
+    """A failure that retrying will not fix (404, a size mismatch)."""
+
+
+@dataclass
+class FileResult:
+    path: str
+    status: str  # downloaded | present | failed
+    bytes: int = 0
+    attempts: int = 0
+    resumed_from: int = 0
+    seconds: float = 0.0
+    error: str | None = None
+
+
+# --------------------------------------------------------------------------- listing
+
+
+def check_base_url(base_url: str) -> str:
+    """The base URL without a trailing slash; only http(s) URLs."""
+    base = base_url.strip().rstrip("/")
+    if not re.match(r"^https?://[^/\s]+", base):
+        raise CurateError(f"--base-url {base_url!r}: expected an http:// or https:// URL, e.g. {DEFAULT_BASE_URL}")
+    return base
+
+
+def check_snapshot(snapshot: str) -> str:
+    if not SNAPSHOT_RE.match(snapshot):
+        raise CurateError(f"--snapshot {snapshot!r}: expected a CommonCrawl snapshot name like CC-MAIN-2020-50")
+    return snapshot
+
+
+def listing_url(base_url: str, snapshot: str) -> str:
+    return f"{check_base_url(base_url)}/crawl-data/{check_snapshot(snapshot)}/warc.paths.gz"
+
+
+def check_listing_path(line: str, where: str) -> str:
+    """A listing line as a safe relative POSIX path, or a CurateError naming ``where``.
+
+    Every path becomes ``OUT/<path>``, so anything that could leave OUT is refused: absolute
+    paths, ``..``, URLs, backslashes, empty or ``.`` components, control characters.
+    """
+    why = None
+    if re.search(r"[\x00-\x1f\x7f]", line):
+        why = "control characters"
+    elif "://" in line or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", line):
+        why = "a URL, not a path"
+    elif line.startswith("/") or line.startswith("~"):
+        why = "an absolute path"
+    elif "\\" in line:
+        why = "a backslash"
+    else:
+        parts = line.split("/")
+        if any(p == ".." for p in parts):
+            why = "a '..' component"
+        elif any(p in ("", ".") for p in parts):
+            why = "an empty or '.' component"
+        elif not parts[-1].endswith((".warc.gz", ".warc", ".warc.zst")):
+            why = "not a .warc.gz file"
+    if why:
+        raise CurateError(
+            f"{where}: {line[:200]!r} is {why}; refusing to download it (a listing line must be a relative path like crawl-data/...)"
+        )
+    return str(PurePosixPath(line))
+
+
+def parse_listing(data: bytes, where: str) -> list[str]:
+    """The paths of a ``warc.paths.gz`` body (gzip or plain text), each checked."""
+    if data[:2] == b"\x1f\x8b":
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError) as exc:
+            raise CurateError(f"{where}: not a readable gzip file ({exc})") from exc
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CurateError(f"{where}: not a text listing (invalid UTF-8 at byte {exc.start})") from exc
+    paths = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if line:
+            paths.append(check_listing_path(line, f"{where}: line {lineno}"))
+    if not paths:
+        raise CurateError(f"{where}: the listing is empty")
+    return paths
+
+
+def select_paths(paths: list[str], n: int, seed: int | None = None) -> list[str]:
+    """The first ``n`` paths, or (with ``seed``) a seeded random sample kept in listing order."""
+    if n < 1:
+        raise CurateError(f"--segments must be at least 1, got {n}")
+    if n > len(paths):
+        raise CurateError(f"--segments {n}: the listing has only {len(paths)} WARC file(s)")
+    if seed is None:
+        return paths[:n]
+    picked = sorted(random.Random(seed).sample(range(len(paths)), n))
+    return [paths[i] for i in picked]
+
+
+def dest_path(out: Path, rel: str) -> Path:
+    """``out/rel``, checked to stay inside ``out``."""
+    dest = out.joinpath(*rel.split("/"))
+    try:
+        dest.resolve().relative_to(out.resolve())
+    except ValueError as exc:
+        raise CurateError(f"{rel}: resolves outside {out}; refusing to write it") from exc
+    return dest
+
+
+# --------------------------------------------------------------------------- one file
+
+
+def _parse_content_range(value: str | None) -> tuple[int | None, int | None]:
+    """``(start, total)`` of a Content-Range header (None where absent or ``*``)."""
+    m = _CONTENT_RANGE.match((value or "").strip())
+    if not m:
+        return None, None
+    start = int(m.group(1)) if m.group(1) is not None else None
+    total = int(m.group(3)) if m.group(3) != "*" else None
+    return start, total
+
+
+def _int_header(value: str | None) -> int | None:
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
+
+
+def part_path(dest: Path) -> Path:
+    """Where ``dest`` streams until it is complete (kept across runs for resuming)."""
+    return dest.with_name(f".{dest.name}.part")
+
+
+def fetch_file(
+    session: requests.Session,
+    url: str,
+    dest: Path,
+    policy: RetryPolicy,
+    *,
+    label: str | None = None,
+    on_bytes: Callable[[int], None] | None = None,
+    on_size: Callable[[int], None] | None = None,
+) -> FileResult:
+    """Download ``url`` to ``dest`` (resumable, retried, size-checked). Never raises for HTTP trouble."""
+    label = label or dest.name
+    t0 = time.monotonic()
+    if dest.exists():
+        return FileResult(label, "present", dest.stat().st_size)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    part = part_path(dest)
+    expected: int | None = None  # the size the server announced first
+    attempts = 0
+    resumed_from = part.stat().st_size if part.exists() else 0
+    sized = False
+    while True:
+        attempts += 1
+        have = part.stat().st_size if part.exists() else 0
+        headers = {"Range": f"bytes={have}-"} if have else {}
+        try:
+            with session.get(url, headers=headers, stream=True, timeout=(policy.connect_timeout, policy.read_timeout)) as r:
+                code = r.status_code
+                if code == 416 and have:
+                    _, total = _parse_content_range(r.headers.get("Content-Range"))
+                    if total is not None and total == have and expected in (None, have):
+                        os.replace(part, dest)
+                        return FileResult(label, "downloaded", have, attempts, resumed_from, time.monotonic() - t0)
+                    if expected is not None and total is not None and total != expected:
+                        raise _Fatal(f"size mismatch: the server announced {expected:,} bytes but holds {total:,}")
+                    part.unlink(missing_ok=True)  # the partial file does not fit the server's: start over
+                    raise _Transient(f"HTTP 416 for a resume at byte {have:,}; starting over")
+                if code >= 500 or code in (408, 429):
+                    raise _Transient(f"HTTP {code} {r.reason}")
+                if code not in (200, 206):
+                    raise _Fatal(f"HTTP {code} {r.reason}")
+                if code == 206:
+                    start, total = _parse_content_range(r.headers.get("Content-Range"))
+                    if start != have:
+                        part.unlink(missing_ok=True)
+                        raise _Transient(f"the server answered a resume at byte {have:,} from byte {start}; starting over")
+                    mode = "ab"
+                else:
+                    total = _int_header(r.headers.get("Content-Length"))
+                    have, mode = 0, "wb"  # a 200 is the whole file, whatever we asked for
+                if total is not None:
+                    if expected is None:
+                        expected = total
+                    elif total != expected:
+                        raise _Fatal(f"size mismatch: the server announced {expected:,} bytes, then {total:,}")
+                    if not sized and on_size:
+                        on_size(total)
+                        if on_bytes and have:
+                            on_bytes(have)
+                        sized = True
+                # A body cut short must keep what arrived (the resume starts there), so the length
+                # is checked below rather than by urllib3, which would drop the last partial chunk.
+                r.raw.enforce_content_length = False
+                with open(part, mode) as fh:
+                    for chunk in r.iter_content(CHUNK):
+                        fh.write(chunk)
+                        if on_bytes:
+                            on_bytes(len(chunk))
+            size = part.stat().st_size
+            if expected is not None and size != expected:
+                if size > expected:
+                    part.unlink(missing_ok=True)
+                    raise _Fatal(f"size mismatch: received {size:,} bytes, the server announced {expected:,}")
+                raise _Transient(f"short body: {size:,} of {expected:,} bytes")
+            os.replace(part, dest)
+            return FileResult(label, "downloaded", size, attempts, resumed_from, time.monotonic() - t0)
+        except _Fatal as exc:
+            return FileResult(label, "failed", 0, attempts, resumed_from, time.monotonic() - t0, f"{exc} ({url})")
+        except (_Transient, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
+            msg = _short(exc)
+            if attempts > policy.retries:
+                kept = part.stat().st_size if part.exists() else 0
+                tail = f"; {kept:,} bytes kept in {part.name}, re-run to resume" if kept else ""
+                return FileResult(
+                    label,
+                    "failed",
+                    0,
+                    attempts,
+                    resumed_from,
+                    time.monotonic() - t0,
+                    f"gave up after {attempts} attempts: {msg} ({url}){tail}",
+                )
+            wait = policy.delay(attempts)
+            log.info("download cc: %s: %s; retry %d of %d in %.1f s", label, msg, attempts, policy.retries, wait)
+            time.sleep(wait)
+        except requests.RequestException as exc:
+            return FileResult(label, "failed", 0, attempts, resumed_from, time.monotonic() - t0, f"{_short(exc)} ({url})")
+        except OSError as exc:
+            return FileResult(
+                label, "failed", 0, attempts, resumed_from, time.monotonic() - t0, f"cannot write {part}: {exc.strerror or exc}"
+            )
+
+
+def _short(exc: BaseException) -> str:
+    if isinstance(exc, (_Transient, _Fatal)):
+        return str(exc)
+    text = str(exc)
+    for pat, name in (
+        (r"IncompleteRead|Connection broken|ProtocolError", "connection dropped mid-file"),
+        (r"Connection reset|ConnectionResetError", "connection reset"),
+        (r"Connection refused|Max retries exceeded|NewConnectionError", "connection refused"),
+        (r"[Rr]ead timed out|ReadTimeout", "read timeout"),
+        (r"[Cc]onnect timed out|ConnectTimeout", "connect timeout"),
+    ):
+        if re.search(pat, text) or re.search(pat, type(exc).__name__):
+            return name
+    return f"{type(exc).__name__}: {text.splitlines()[0] if text else ''}".rstrip(": ")
+
+
+# --------------------------------------------------------------------------- many files
+
+
+class _Progress:
+    """A byte progress bar on a terminal, a log line per file otherwise; thread-safe."""
+
+    def __init__(self, desc: str, files: int) -> None:
+        from tqdm import tqdm
+
+        from curate.executor import show_progress_bar
+
+        self.lock = threading.Lock()
+        self.files, self.done = files, 0
+        self.desc = desc
+        self.bar = (
+            tqdm(desc=desc, total=0, unit="B", unit_scale=True, unit_divisor=1024, dynamic_ncols=True) if show_progress_bar() else None
+        )
+
+    def size(self, n: int) -> None:
+        if self.bar is not None:
+            with self.lock:
+                self.bar.total = (self.bar.total or 0) + n
+                self.bar.refresh()
+
+    def advance(self, n: int) -> None:
+        if self.bar is not None:
+            with self.lock:
+                self.bar.update(n)
+
+    def finished(self, res: FileResult) -> None:
+        with self.lock:
+            self.done += 1
+            if self.bar is None:
+                if res.status == "failed":
+                    log.error("%s [%d/%d] %s FAILED: %s", self.desc, self.done, self.files, res.path, res.error)
+                else:
+                    rate = f", {res.bytes / 1e6 / res.seconds:.1f} MB/s" if res.status == "downloaded" and res.seconds > 0 else ""
+                    what = "downloaded" if res.status == "downloaded" else "already complete"
+                    log.info("%s [%d/%d] %s %s (%s%s)", self.desc, self.done, self.files, res.path, what, _mb(res.bytes), rate)
+            elif res.status == "failed":
+                self.bar.write(f"curate: {self.desc}: {res.path} FAILED: {res.error}")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
+
+
+def _session() -> requests.Session:
+    s = requests.Session()
+    s.headers["User-Agent"] = _USER_AGENT
+    s.headers["Accept-Encoding"] = "identity"  # byte ranges must address the file, not a re-encoding
+    return s
+
+
+def fetch_bytes(url: str, policy: RetryPolicy, dest: Path) -> bytes:
+    """A small file (the listing) through the same resumable path; CurateError if it fails."""
+    res = fetch_file(_session(), url, dest, policy, label=url)
+    if res.status == "failed":
+        raise CurateError(f"cannot download the listing {url}: {res.error}")
+    return dest.read_bytes()
+
+
+def download_cc(
+    snapshot: str,
+    segments: int,
+    out: str | os.PathLike,
+    *,
+    seed: int | None = None,
+    base_url: str = DEFAULT_BASE_URL,
+    workers: int = 4,
+    policy: RetryPolicy | None = None,
+) -> dict[str, Any]:
+    """Download ``segments`` WARC files of ``snapshot`` into ``out``; returns the summary.
+
+    Raises CurateError naming the files that failed, after every other file finished.
+    """
+    policy = policy or RetryPolicy()
+    base = check_base_url(base_url)
+    check_snapshot(snapshot)
+    if workers < 1:
+        raise CurateError(f"--workers must be at least 1, got {workers}")
+    out_dir = Path(out)
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CurateError(f"{out_dir}: exists and is not a directory")
+    t0 = time.monotonic()
+    url = listing_url(base, snapshot)
+    local_listing = dest_path(out_dir, f"crawl-data/{snapshot}/warc.paths.gz")
+    if local_listing.exists():
+        log.info("download cc: using the listing downloaded before, %s", local_listing)
+        data = local_listing.read_bytes()
+    else:
+        data = fetch_bytes(url, policy, local_listing)
+    paths = parse_listing(data, url)
+    chosen = select_paths(paths, segments, seed)
+    jobs = [(p, f"{base}/{p}", dest_path(out_dir, p)) for p in chosen]
+
+    progress = _Progress(f"download cc {snapshot}", len(jobs))
+    results: list[FileResult | None] = [None] * len(jobs)
+    work: queue.Queue[int] = queue.Queue()
+    for i in range(len(jobs)):
+        work.put(i)
+
+    def worker() -> None:
+        session = _session()
+        while True:
+            try:
+                i = work.get_nowait()
+            except queue.Empty:
+                return
+            rel, u, dest = jobs[i]
+            try:
+                res = fetch_file(session, u, dest, policy, label=rel, on_bytes=progress.advance, on_size=progress.size)
+            except Exception as exc:  # noqa: BLE001 - one file's bug must not hide the others' results
+                res = FileResult(rel, "failed", error=f"{type(exc).__name__}: {exc}")
+            results[i] = res
+            progress.finished(res)
+
+    threads = [threading.Thread(target=worker, daemon=True, name=f"download-{k}") for k in range(min(workers, len(jobs)))]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            while t.is_alive():
+                t.join(0.2)
+    finally:
+        progress.close()
+    done = [r for r in results if r is not None]
+    failed = [r for r in done if r.status == "failed"]
+    summary = {
+        "snapshot": snapshot,
+        "base_url": base,
+        "listing": url,
+        "listed": len(paths),
+        "segments": segments,
+        "seed": seed,
+        "files": [asdict(r) for r in done],
+        "downloaded": sum(r.status == "downloaded" for r in done),
+        "present": sum(r.status == "present" for r in done),
+        "failed": len(failed),
+        "bytes": sum(r.bytes for r in done),
+        "bytes_downloaded": sum(r.bytes - r.resumed_from for r in done if r.status == "downloaded"),
+        "wall_seconds": round(time.monotonic() - t0, 3),
+    }
+    if failed:
+        first = "; ".join(f"{r.path}: {r.error}" for r in failed[:3])
+        more = f" (and {len(failed) - 3} more)" if len(failed) > 3 else ""
+        raise CurateError(
+            f"download cc {snapshot}: {len(failed)} of {len(jobs)} file(s) missing: {first}{more}; "
+            "the complete files are kept, re-run to fetch the rest"
+        )
+    record = {k: v for k, v in summary.items() if k != "files"}
+    record["files"] = [{"path": r.path, "bytes": r.bytes} for r in done]
+    from curate.dataset import write_json_atomic
+
+    write_json_atomic(out_dir / MANIFEST_DIR / f"{snapshot}.json", record)
+    return summary
+
+
+def summary_line(summary: dict[str, Any]) -> str:
+    """One line for the CLI."""
+    secs = summary["wall_seconds"]
+    rate = f" ({summary['bytes_downloaded'] / 1e6 / secs:.1f} MB/s)" if summary["bytes_downloaded"] and secs > 0 else ""
+    n = summary["downloaded"] + summary["present"]
+    return (
+        f"download cc {summary['snapshot']}: {n} of {summary['segments']} WARC file(s) complete "
+        f"({summary['downloaded']} downloaded, {summary['present']} already there), "
+        f"{_mb(summary['bytes'])}, {_mb(summary['bytes_downloaded'])} transferred in {secs:.1f} s{rate}"
+    )
+
+
+def manifest(out: str | os.PathLike, snapshot: str) -> dict[str, Any]:
+    """The record of a finished download (tests, inspection)."""
+    return json.loads((Path(out) / MANIFEST_DIR / f"{snapshot}.json").read_text())
+
+
+__all__ = [
+    "DEFAULT_BASE_URL",
+    "FileResult",
+    "RetryPolicy",
+    "check_listing_path",
+    "download_cc",
+    "fetch_file",
+    "listing_url",
+    "parse_listing",
+    "select_paths",
+]

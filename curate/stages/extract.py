@@ -1,0 +1,665 @@
+"""HTML pages in WARC files to main-content text documents (the ``extract`` stage).
+
+One WARC file becomes one output shard. Records are read with FastWARC; ``response``
+records with HTTP 200 and an HTML content type are decoded (BOM, then the HTTP charset, a
+``<meta>`` charset, then uchardet's guess; strict decoding, so a wrong declaration falls
+through to the next), their main content is extracted (resiliparse by default, or
+trafilatura, or jusText with the English stoplist), Unicode is repaired with the clean
+stage's ``clean_text``, and the document gets ``source`` ``cc/<snapshot>``, the URL, the
+WARC-Record-ID as ``id`` and the WARC date and content type in ``meta``.
+
+Every other record is counted: non-``response`` records (requests, metadata) under
+``counters.records``; responses that are not documents under a reason (``not_200``,
+``not_html``, ``too_large``, ``binary``, ``decode_error``, ``bad_http``, ``empty``,
+``timeout``, ``extractor_error``, ``extractor_crash``, and for damaged files ``truncated``,
+``bad_length``, ``corrupt``).
+
+Damaged files. FastWARC stops at the first gzip error or bad WARC header and ends silently
+on a truncated file, so each read pass is checked: a record is confirmed when the next one
+parses; at the end of a pass, the last record's own gzip member is decompressed to see
+whether it is complete and as long as its Content-Length says. After an error the reader
+resynchronises at the next gzip member that holds a WARC record, so one bad record costs
+that record, not the rest of the file (CommonCrawl compresses every record separately).
+
+Time limit. Extraction of one record runs in a helper process fed through a pipe; when it
+overruns ``record_timeout`` the helper is killed and restarted and the record counted
+under ``timeout``. A signal (SIGALRM) cannot do this: resiliparse extracts in native code
+holding the GIL, and a page of 30,000 nested ``<div><span>`` took it 139 s here, during which
+a Python signal handler never runs. The pipe costs a few tens of microseconds per record;
+``record_timeout=0`` extracts in-process without a limit.
+"""
+
+from __future__ import annotations
+
+import atexit
+import codecs
+import glob
+import json
+import logging
+import os
+import re
+import select
+import struct
+import subprocess
+import sys
+import time
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from curate.dataset import FileBatch, run_file_stage
+from curate.errors import CurateError
+from curate.schema import BASE_SCHEMA, rejected_schema
+from curate.stages.extractors import extractor_function
+
+log = logging.getLogger("curate")
+
+WARC_SUFFIXES = (".warc.gz", ".warc")
+HTML_TYPES = ("text/html", "application/xhtml+xml")
+SNAPSHOT_IN_PATH = re.compile(r"CC-MAIN-\d{4}-\d{2}")
+BATCH_RECORDS = 512
+_META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
+_SNIFF_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
+_CTRL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
+_REJECTED_SCHEMA = rejected_schema(BASE_SCHEMA)
+
+
+# --------------------------------------------------------------------------- the time-limited helper process
+
+
+class ExtractTimeout(Exception):
+    """One record's extraction overran the time limit."""
+
+
+class ExtractCrash(Exception):
+    """The helper process died while extracting one record."""
+
+
+class Sandbox:
+    """A helper process that extracts text from HTML; killed and restarted when a record overruns.
+
+    Protocol on the helper's stdin/stdout: request = 8-byte length + UTF-8 HTML; answer =
+    1 status byte (``0`` text, ``1`` error message) + 8-byte length + UTF-8 payload.
+    """
+
+    def __init__(self, extractor: str) -> None:
+        self.extractor = extractor
+        self.proc: subprocess.Popen | None = None
+        self.served = 0
+        self.restarts = 0
+
+    def _start(self) -> subprocess.Popen:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "curate.stages.extractors", "--serve", self.extractor],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            bufsize=0,
+        )
+        return self.proc
+
+    def close(self) -> None:
+        if self.proc is not None:
+            try:
+                self.proc.kill()
+                self.proc.wait(timeout=5)
+            except Exception:  # noqa: BLE001 - best effort
+                pass
+            for fh in (self.proc.stdin, self.proc.stdout):
+                try:
+                    fh.close()  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001
+                    pass
+            self.proc = None
+
+    def _read_exactly(self, fd: int, n: int, deadline: float) -> bytes:
+        chunks, left = [], n
+        while left:
+            wait = deadline - time.monotonic()
+            if wait <= 0:
+                raise ExtractTimeout
+            ready, _, _ = select.select([fd], [], [], wait)
+            if not ready:
+                raise ExtractTimeout
+            data = os.read(fd, min(left, 1 << 20))
+            if not data:
+                raise ExtractCrash("the extraction helper exited")
+            chunks.append(data)
+            left -= len(data)
+        return b"".join(chunks)
+
+    def extract(self, html: str, timeout: float) -> str:
+        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
+        payload = html.encode("utf-8", "surrogatepass")
+        deadline = time.monotonic() + timeout
+        try:
+            proc.stdin.write(struct.pack("<Q", len(payload)) + payload)  # type: ignore[union-attr]
+            fd = proc.stdout.fileno()  # type: ignore[union-attr]
+            head = self._read_exactly(fd, 9, deadline)
+            status, n = head[:1], struct.unpack("<Q", head[1:])[0]
+            body = self._read_exactly(fd, n, deadline + 5.0).decode("utf-8", "surrogatepass")
+        except ExtractTimeout:
+            self.close()
+            self.restarts += 1
+            raise
+        except (BrokenPipeError, ExtractCrash, OSError) as exc:
+            first = self.served == 0
+            self.close()
+            self.restarts += 1
+            if first:
+                raise CurateError(f"the {self.extractor} extraction helper did not start ({exc}); try --record-timeout 0") from exc
+            raise ExtractCrash(str(exc)) from exc
+        self.served += 1
+        if status == b"1":
+            raise RuntimeError(body)
+        return body
+
+
+_SANDBOXES: dict[str, Sandbox] = {}
+
+
+def sandbox(extractor: str) -> Sandbox:
+    """This process's helper for ``extractor`` (started on first use, reused across files)."""
+    box = _SANDBOXES.get(extractor)
+    if box is None:
+        box = _SANDBOXES[extractor] = Sandbox(extractor)
+    return box
+
+
+@atexit.register
+def _close_sandboxes() -> None:
+    for box in _SANDBOXES.values():
+        box.close()
+
+
+# --------------------------------------------------------------------------- decoding
+
+
+def _codec(name: str | None) -> str | None:
+    """A Python codec for a declared charset label (WHATWG aliases: latin1 means windows-1252)."""
+    if not name:
+        return None
+    label = name.strip().strip("\"'").lower()
+    if label in ("latin1", "latin-1", "iso-8859-1", "iso8859-1", "us-ascii", "ascii", "l1"):
+        label = "cp1252"
+    try:
+        return codecs.lookup(label).name
+    except LookupError:
+        from resiliparse.parse.encoding import map_encoding_to_html5
+
+        mapped = map_encoding_to_html5(label, fallback_utf8=False)
+        try:
+            return codecs.lookup(mapped).name if mapped else None
+        except LookupError:
+            return None
+
+
+def looks_binary(body: bytes) -> bool:
+    """NUL bytes or many control bytes in the first 4 kB: not text, whatever the label says."""
+    head = body[:4096]
+    if not head:
+        return False
+    if b"\x00" in head and not head.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return True
+    return len(head) - len(head.translate(None, _CTRL_BYTES)) > 0.05 * len(head)
+
+
+def decode_html(body: bytes, http_charset: str | None) -> tuple[str | None, str, str]:
+    """``(text, codec, how)``: BOM, then the HTTP charset, the ``<meta>`` charset, a detected one.
+
+    Each is tried strictly, so a wrong declaration falls through to the next; when none
+    decodes, UTF-8 with replacement characters is used unless they exceed 1% (text None).
+    """
+    for bom, enc in ((codecs.BOM_UTF8, "utf-8"), (codecs.BOM_UTF16_LE, "utf-16-le"), (codecs.BOM_UTF16_BE, "utf-16-be")):
+        if body.startswith(bom):
+            return body[len(bom) :].decode(enc, "replace"), enc, "bom"
+    m = _META_CHARSET.search(body[:4096])
+    tried: set[str] = set()
+    for label, how in ((http_charset, "http"), (m.group(1).decode("ascii", "replace") if m else None, "meta")):
+        enc = _codec(label)
+        if enc and enc not in tried:
+            tried.add(enc)
+            try:
+                return body.decode(enc), enc, how
+            except (UnicodeDecodeError, LookupError):
+                continue
+    from resiliparse.parse.encoding import detect_encoding
+
+    detected = _codec(detect_encoding(body))
+    for enc, how in ((detected, "detected"), ("utf-8", "detected")):
+        if enc and enc not in tried:
+            tried.add(enc)
+            try:
+                return body.decode(enc), enc, how
+            except (UnicodeDecodeError, LookupError):
+                continue
+    text = body.decode("utf-8", "replace")
+    if text.count("\ufffd") > 0.01 * max(1, len(text)):
+        return None, "utf-8", "failed"
+    return text, "utf-8", "replaced"
+
+
+# --------------------------------------------------------------------------- reading WARC files
+
+
+@dataclass
+class RawRecord:
+    """What the reader keeps of one WARC record (the body only for candidate documents)."""
+
+    offset: int
+    rtype: str
+    record_id: str | None = None
+    url: str | None = None
+    date: str | None = None
+    status: int | None = None
+    content_type: str | None = None
+    charset: str | None = None
+    length: int = 0  # declared payload length
+    body: bytes | None = None
+    reason: str | None = None  # why it is not a document (decided while reading)
+    damaged: str | None = None  # short body / read error: truncated, bad_length or corrupt
+
+
+def _member(fh: Any, offset: int) -> tuple[str, int, int, bytes]:
+    """Decompress the gzip member at ``offset``: (``ok``|``eof``|``corrupt``, end offset, size, first 64 kB)."""
+    fh.seek(offset)
+    d = zlib.decompressobj(31)
+    size, head, pos = 0, b"", offset
+    while True:
+        chunk = fh.read(1 << 20)
+        if not chunk:
+            return "eof", pos, size, head
+        try:
+            out = d.decompress(chunk)
+        except zlib.error:
+            return "corrupt", pos, size, head
+        size += len(out)
+        if len(head) < 65536:
+            head += out[: 65536 - len(head)]
+        if d.eof:
+            return "ok", pos + len(chunk) - len(d.unused_data), size, head
+        pos += len(chunk)
+
+
+def _member_length_ok(size: int, head: bytes) -> bool:
+    """Whether a decompressed record is as long as its WARC Content-Length says (headers + body + CRLFCRLF)."""
+    end = head.find(b"\r\n\r\n")
+    m = re.search(rb"\r\nContent-Length:\s*(\d+)", head[: end + 2], re.I) if end >= 0 else None
+    return bool(m) and end + 4 + int(m.group(1)) + 4 == size
+
+
+def _next_member(fh: Any, start: int, file_size: int) -> int | None:
+    """Offset of the first complete gzip member at or after ``start`` that holds a WARC record."""
+    pos = start
+    while pos < file_size:
+        fh.seek(pos)
+        block = fh.read(1 << 20)
+        if not block:
+            return None
+        i = block.find(b"\x1f\x8b\x08")
+        while i >= 0:
+            state, _, _, head = _member(fh, pos + i)
+            if state == "ok" and head.startswith(b"WARC/"):
+                return pos + i
+            i = block.find(b"\x1f\x8b\x08", i + 1)
+        pos += max(1, len(block) - 2)
+    return None
+
+
+def _next_plain_record(fh: Any, start: int, file_size: int) -> int | None:
+    pos = start
+    while pos < file_size:
+        fh.seek(pos)
+        block = fh.read(1 << 20)
+        if not block:
+            return None
+        i = block.find(b"\nWARC/1.")
+        if i >= 0:
+            return pos + i + 1
+        pos += max(1, len(block) - 8)
+    return None
+
+
+class WarcReader:
+    """Records of one WARC file, confirmed intact, with damage counted and named in warnings."""
+
+    def __init__(self, path: Path, max_body: int, counters: dict[str, Any]) -> None:
+        self.path = path
+        self.max_body = max_body
+        self.counters = counters
+
+    def _count(self, key: str, n: int = 1) -> None:
+        self.counters[key] = self.counters.get(key, 0) + n
+
+    def _read(self, rec: Any, raw: RawRecord) -> None:
+        """Fill ``raw`` from ``rec``; the body is read only for candidate documents."""
+        recs = self.counters.setdefault("records", {})
+        recs[raw.rtype] = recs.get(raw.rtype, 0) + 1
+        if raw.rtype != "response":
+            return
+        h = rec.headers
+        raw.record_id = (h.get("WARC-Record-ID") or "").strip().strip("<>") or None
+        raw.url = h.get("WARC-Target-URI")
+        raw.date = h.get("WARC-Date")
+        if h.get("WARC-Truncated"):
+            self._count("warc_truncated")
+        try:
+            rec.parse_http()
+            raw.status = rec.http_headers.status_code
+            raw.content_type = rec.http_headers.get("Content-Type")
+            raw.charset = rec.http_charset
+        except Exception:  # noqa: BLE001 - a malformed HTTP header block is the record's problem
+            raw.reason = "bad_http"
+            return
+        if raw.status is None:
+            raw.reason = "bad_http"
+            return
+        raw.length = rec.content_length
+        mime = (raw.content_type or "").split(";")[0].strip().lower()
+        if raw.status != 200:
+            raw.reason = "not_200"
+        elif mime and mime not in HTML_TYPES:
+            raw.reason = "not_html"
+        elif raw.length > self.max_body:
+            raw.reason = "too_large"
+        if raw.reason:
+            return
+        raw.body = rec.reader.read(self.max_body + 1)
+        if len(raw.body) < raw.length:
+            raw.damaged = "short"
+        elif len(raw.body) > self.max_body:
+            raw.reason, raw.body = "too_large", None
+        elif not mime:
+            if _SNIFF_HTML.match(raw.body[:1024]):
+                self._count("sniffed_html")
+            else:
+                raw.reason, raw.body = "not_html", None
+
+    def __iter__(self) -> Iterator[RawRecord]:
+        from fastwarc.warc import ArchiveIterator
+
+        size = self.path.stat().st_size
+        with open(self.path, "rb") as fh:
+            gz = fh.read(2) == b"\x1f\x8b"
+            start = 0
+            while start < size:
+                fh.seek(start)
+                pending: RawRecord | None = None
+                error: str | None = None
+                try:
+                    for rec in ArchiveIterator(fh, parse_http=False):
+                        if pending is not None:
+                            yield pending  # confirmed: the next record's header parsed
+                        rtype = rec.record_type
+                        pending = RawRecord(offset=rec.stream_pos, rtype=str(getattr(rtype, "name", rtype)))
+                        try:
+                            self._read(rec, pending)
+                        except OSError as exc:
+                            pending.damaged, error = "corrupt", str(exc) or type(exc).__name__
+                            break
+                        if pending.damaged:
+                            break
+                except OSError as exc:
+                    error = str(exc) or type(exc).__name__
+                start = yield from self._after_pass(fh, pending, error, start, size, gz)
+
+    def _after_pass(self, fh: Any, last: RawRecord | None, error: str | None, start: int, size: int, gz: bool) -> Iterator[RawRecord]:
+        """Judge the pass's last record, report damage, and return where to read on (``size``: done)."""
+        resume = start + 1 if last is None else last.offset + 1
+        if last is not None:
+            if gz:
+                state, end, dsize, head = _member(fh, last.offset)
+                if state == "ok":
+                    resume = end
+                    if last.damaged == "short" or not _member_length_ok(dsize, head):
+                        last.damaged = "bad_length"
+                else:
+                    last.damaged = "truncated" if state == "eof" else "corrupt"
+            elif last.damaged == "short":
+                last.damaged = "truncated" if error is None else "bad_length"
+            elif error is not None:
+                last.damaged = "bad_length"  # the next header did not parse: this record's length is suspect
+            if last.damaged:
+                self._damaged(last)
+            yield last
+        if error is None and (not gz or resume >= size):
+            if last is not None and last.damaged == "truncated":
+                self._count("truncated")
+            return size
+        if last is not None and last.damaged == "truncated":
+            self._count("truncated")
+            return size
+        nxt = _next_member(fh, resume, size) if gz else _next_plain_record(fh, resume, size)
+        if error is not None:
+            kind = "corrupt_gzip" if gz and re.search(r"gzip|deflate|decompress|zlib|data error", error, re.I) else "bad_warc_header"
+            self._count(kind)
+            where = f"after the record at byte {last.offset:,}" if last is not None else f"at byte {start:,}"
+            then = f"resuming at byte {nxt:,}" if nxt is not None else "nothing readable after it"
+            log.warning("extract: %s: %s %s (%s); %s", self.path, kind.replace("_", " "), where, error, then)
+        if nxt is None:
+            if last is None and start == 0:
+                self._count("unreadable")
+                log.warning("extract: %s: no WARC record could be read", self.path)
+            elif error is None:
+                self._count("truncated")
+                log.warning("extract: %s: the last %d byte(s) are not a complete WARC record (truncated file?)", self.path, size - resume)
+            return size
+        self._count("resynced")
+        self._count("skipped_bytes", nxt - resume)
+        return nxt
+
+    def _damaged(self, raw: RawRecord) -> None:
+        what = {
+            "truncated": "is cut off by the end of the file (truncated); kept the records before it",
+            "bad_length": "has a Content-Length that does not match its data (bad_length)",
+            "corrupt": "is in a corrupt gzip member (corrupt)",
+        }.get(raw.damaged or "", raw.damaged)
+        log.warning("extract: %s: the %s record at byte %d %s", self.path, raw.rtype, raw.offset, what)
+
+
+# --------------------------------------------------------------------------- the stage
+
+
+def find_warc_files(inputs: list[str]) -> list[Path]:
+    """WARC files under the given directories (recursive), files or globs, in a stable order.
+
+    Files and directories whose name starts with ``.`` or ``_`` (partial downloads,
+    manifests) are skipped.
+    """
+    out: list[Path] = []
+    for raw in inputs:
+        p = Path(raw)
+        if p.is_dir():
+            found = sorted(
+                f
+                for f in p.rglob("*")
+                if f.name.endswith(WARC_SUFFIXES)
+                and f.is_file()
+                and not any(part.startswith((".", "_")) for part in f.relative_to(p).parts)
+            )
+            if not found:
+                raise CurateError(f"{p}: no WARC files ({', '.join(WARC_SUFFIXES)}) under this directory")
+            out.extend(found)
+        elif p.is_file():
+            if not p.name.endswith(WARC_SUFFIXES):
+                raise CurateError(f"{p}: not a WARC file (expected {' or '.join(WARC_SUFFIXES)})")
+            out.append(p)
+        elif any(ch in raw for ch in "*?["):
+            found = sorted(Path(f) for f in glob.glob(raw, recursive=True) if f.endswith(WARC_SUFFIXES) and Path(f).is_file())
+            if not found:
+                raise CurateError(f"{raw}: no WARC files match")
+            out.extend(found)
+        else:
+            raise CurateError(f"{raw}: no such file or directory")
+    seen: set[Path] = set()
+    unique = []
+    for f in out:
+        r = f.resolve()
+        if r not in seen:
+            seen.add(r)
+            unique.append(f)
+    return unique
+
+
+def source_for(path: Path, override: str | None = None) -> str:
+    """``cc/<snapshot>`` from the last CC-MAIN-YYYY-WW in the path, or ``override``."""
+    if override:
+        return override
+    found = SNAPSHOT_IN_PATH.findall(path.as_posix())
+    if not found:
+        raise CurateError(f"{path}: no CC-MAIN-YYYY-WW snapshot name in the path; name the source with --source")
+    # crawl-data/CC-MAIN-2020-50/... : the directory names the snapshot (file names hold timestamps)
+    return f"cc/{found[0]}"
+
+
+def warc_label(path: Path) -> str:
+    """The file's path from ``crawl-data/`` on (as CommonCrawl lists it), else its name."""
+    parts = path.as_posix().split("/")
+    return "/".join(parts[parts.index("crawl-data") :]) if "crawl-data" in parts else path.name
+
+
+@dataclass
+class ExtractStage:
+    """Reads one WARC file and yields batches of documents (picklable; see ``run_extract``)."""
+
+    extractor: str = "resiliparse"
+    max_html_bytes: int = 1_000_000
+    record_timeout: float = 5.0
+    min_chars: int = 1
+    source: str | None = None
+    name: str = field(default="extract", init=False)
+
+    def __post_init__(self) -> None:
+        extractor_function(self.extractor)
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "extractor": self.extractor,
+            "max_html_bytes": self.max_html_bytes,
+            "record_timeout": self.record_timeout,
+            "min_chars": self.min_chars,
+            "source": self.source,
+        }
+
+    def _extract(self, html: str) -> str:
+        if self.record_timeout > 0:
+            return sandbox(self.extractor).extract(html, self.record_timeout)
+        return extractor_function(self.extractor)(html)
+
+    def __call__(self, path: Path) -> Iterator[FileBatch]:
+        from curate.stages.clean import CleanStage
+
+        clean = CleanStage()
+        source = source_for(path, self.source)
+        label = warc_label(path)
+        counters: dict[str, Any] = {}  # the whole file's: reported with the last batch
+        kept: list[dict[str, Any]] = []
+        rejected: list[dict[str, Any]] = []
+        html_bytes = docs_in = 0
+
+        def batch(final: bool) -> FileBatch:
+            return FileBatch(
+                pa.Table.from_pylist(kept, schema=BASE_SCHEMA),
+                pa.Table.from_pylist(rejected, schema=_REJECTED_SCHEMA),
+                counters if final else {},
+                docs_in=docs_in,
+                bytes_in=html_bytes,
+                source=source,
+            )
+
+        for raw in WarcReader(path, self.max_html_bytes, counters):
+            if raw.rtype != "response":
+                continue
+            docs_in += 1
+            html_bytes += raw.length
+            meta: dict[str, Any] = {"warc_file": label, "warc_offset": raw.offset, "warc_date": raw.date, "content_type": raw.content_type}
+            reason = raw.damaged or raw.reason
+            text = ""
+            if reason is None:
+                text, reason = self._document(raw, meta, clean, counters)
+            if reason is not None:
+                meta.update(status=raw.status, length=raw.length)
+            doc = {
+                "id": raw.record_id or f"{label}@{raw.offset}",
+                "text": text,
+                "source": source,
+                "url": raw.url,
+                "meta": json.dumps(meta, ensure_ascii=False),
+            }
+            if reason is None:
+                kept.append(doc)
+            else:
+                rejected.append({**doc, "reason": reason})
+            if len(kept) + len(rejected) >= BATCH_RECORDS:
+                yield batch(final=False)
+                kept, rejected, html_bytes, docs_in = [], [], 0, 0
+        yield batch(final=True)
+
+    def _document(self, raw: RawRecord, meta: dict[str, Any], clean: Any, counters: dict[str, Any]) -> tuple[str, str | None]:
+        """The cleaned main text of a candidate record, or ``("", reason)``."""
+        body = raw.body or b""
+        if not body.strip():
+            return "", "empty"
+        if looks_binary(body):
+            return "", "binary"
+        html, enc, how = decode_html(body, raw.charset)
+        cs = counters.setdefault("charset", {})
+        cs[how] = cs.get(how, 0) + 1
+        if html is None:
+            return "", "decode_error"
+        meta["charset"] = enc
+        try:
+            text = self._extract(html)
+        except ExtractTimeout:
+            log.warning("extract: %s: %s took over %.1f s, skipped (timeout)", meta["warc_file"], raw.url, self.record_timeout)
+            return "", "timeout"
+        except ExtractCrash as exc:
+            log.warning("extract: %s: %s crashed the extractor (%s), skipped", meta["warc_file"], raw.url, exc)
+            return "", "extractor_crash"
+        except CurateError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - one page must never stop the file
+            log.debug("extract: %s: %s: %s", meta["warc_file"], raw.url, exc)
+            return "", "extractor_error"
+        text, fixed = clean.clean_text(text or "")
+        if fixed:
+            counters["ftfy_fixed"] = counters.get("ftfy_fixed", 0) + 1
+        if len(text) < self.min_chars:
+            return "", "empty"
+        return text, None
+
+
+def files_digest(files: list[Path]) -> str:
+    """A digest of the input files' names and sizes: a re-run over other files is refused, not mixed."""
+    import hashlib
+
+    return hashlib.sha1("\n".join(f"{warc_label(f)} {f.stat().st_size}" for f in files).encode()).hexdigest()[:16]
+
+
+def run_extract(
+    stage: ExtractStage,
+    inputs: list[str],
+    out: str | os.PathLike,
+    *,
+    source: str | None = None,
+    executor: Any = None,
+    overwrite: bool = False,
+    keep_rejected: bool = False,
+) -> dict[str, Any]:
+    """Extract every WARC file under ``inputs`` into the dataset directory ``out`` (file k -> part-k)."""
+    files = find_warc_files(inputs)
+    if source:
+        stage.source = source
+    for f in files:
+        source_for(f, stage.source)  # fail early, naming the file, when a snapshot cannot be told
+    params = {
+        "inputs": [str(Path(i)) for i in inputs],
+        "files": len(files),
+        "files_sha1": files_digest(files),
+        **stage.params(),
+    }
+    return run_file_stage(stage, files, out, stage_name=stage.name, params=params, schema=BASE_SCHEMA,
+                          executor=executor, overwrite=overwrite, keep_rejected=keep_rejected)  # fmt: skip

@@ -5,6 +5,7 @@ Every user mistake becomes one line on stderr and a non-zero exit, never a trace
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections import Counter
@@ -88,13 +89,34 @@ def map_stage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     ]  # fmt: skip
     for opt in reversed(options):
         fn = opt(fn)
-    return fn
+    return executor_options(fn)
+
+
+def executor_options(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """--executor and --ray-address; ``_executor`` reads them from the command's parameters."""
+
+    @functools.wraps(fn)
+    def command(*args: Any, executor: str = "local", ray_address: str | None = None, **kwargs: Any) -> Any:
+        return fn(*args, **kwargs)
+
+    options = [
+        click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
+                     help="Run shards as local worker processes, or as Ray tasks (pip install 'curate[ray]')."),
+        click.option("--ray-address", default=None, metavar="ADDR",
+                     help="With --executor ray: 'auto' or ray://HOST:PORT of a running cluster [default: start Ray locally]."),
+    ]  # fmt: skip
+    for opt in reversed(options):
+        command = opt(command)
+    return command
 
 
 def _executor(workers: int | None) -> Any:
+    """The executor the current command's --executor/--ray-address ask for."""
     from curate.executor import make_executor
 
-    return make_executor("local", workers)
+    ctx = click.get_current_context(silent=True)
+    params = ctx.params if ctx is not None else {}
+    return make_executor(params.get("executor") or "local", workers, ray_address=params.get("ray_address"))
 
 
 def _report(stage: str, record: dict[str, Any], out: str) -> None:
@@ -322,6 +344,7 @@ def download_cc_cmd(
 
 
 @cli.command("extract")
+@executor_options
 @click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
               help="Directory (searched recursively), .warc.gz file or glob (repeatable).")
 @click.option("--out", required=True, metavar="DIR", help="Output dataset directory (one shard per WARC file).")
@@ -396,7 +419,7 @@ def _dedup_common(fn: Callable[..., Any]) -> Callable[..., Any]:
     ]  # fmt: skip
     for opt in reversed(options):
         fn = opt(fn)
-    return fn
+    return executor_options(fn)
 
 
 def _split_list(value: str) -> list[str]:
@@ -466,10 +489,123 @@ def dedup_fuzzy(inputs: tuple[str, ...], out: str, priority: str, workers: int |
 
 # --------------------------------------------------------------------------- decontam (issue 7)
 
+
+@cli.command("decontam")
+@map_stage_options
+@click.option(
+    "--eval",
+    "evals",
+    multiple=True,
+    required=True,
+    metavar="PATH|NAME",
+    help="Evaluation set (repeatable): a .jsonl/.json/.parquet/.txt file (.gz/.zst too), a directory of them "
+    "(one set per file), or a hub dataset NAME[:CONFIG] loaded with `datasets` ('hub:' forces the hub).",
+)
+@click.option(
+    "--eval-field",
+    "eval_fields",
+    multiple=True,
+    metavar="[SET=]FIELD,...",
+    help="Fields joined with a space into an item's text (repeatable or comma-separated; dotted for nested); "
+    "SET=FIELDS for one set only.  [default: text]",
+)
+@click.option(
+    "--eval-split",
+    "eval_splits",
+    multiple=True,
+    metavar="[SET=]SPLIT,...",
+    help="Hub splits to read (comma-separated; SET=SPLITS for one set).  [default: test]",
+)
+@click.option("--ngram", type=int, default=13, show_default=True, help="Words per n-gram key.")
+@click.option(
+    "--min-ngram",
+    type=int,
+    default=8,
+    show_default=True,
+    help="Evaluation texts of min-ngram to ngram-1 words are used whole as keys; shorter ones are ignored.",
+)
+@click.option(
+    "--cut-chars",
+    type=int,
+    default=200,
+    show_default=True,
+    help="Characters removed on each side of a match, then extended to the nearest sentence end.",
+)
+@click.option("--min-piece-chars", type=int, default=200, show_default=True, help="Pieces shorter than this are dropped.")
+@click.option("--max-pieces", type=int, default=10, show_default=True, help="A document left in more pieces is dropped whole.")
+@click.option(
+    "--freq-limit",
+    type=int,
+    default=10,
+    show_default=True,
+    help="N-grams found in more training documents than this are ignored as too common (0: no limit).",
+)
+@click.option("--sentence-ends", default=".!?", show_default=True, help="Characters that end a sentence (MT-NLG: .!?).")
+def decontam(
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None,
+    evals: tuple[str, ...],
+    eval_fields: tuple[str, ...],
+    eval_splits: tuple[str, ...],
+    ngram: int,
+    min_ngram: int,
+    cut_chars: int,
+    min_piece_chars: int,
+    max_pieces: int,
+    freq_limit: int,
+    sentence_ends: str,
+) -> None:
+    """Cut evaluation-set 13-grams out of the training documents (MT-NLG decontamination).
+
+    Every 13-gram of lowercase words of an evaluation text (or the whole text, for texts
+    of 8 to 12 words) is a key. Each match in a training document is removed with 200
+    characters on each side, extended to the nearest sentence end (. ! ?), and the
+    document is split there: pieces get ids <id>-<k> and meta.decontam_parent; pieces
+    under 200 characters are dropped (reason decontam_short_piece), a document left in
+    more than 10 pieces is dropped whole (decontam_too_many_pieces). N-grams found in more
+    than --freq-limit training documents are ignored (a first counting pass). Untouched
+    documents keep their id. Work files (the index, counts) are under OUT/_work/.
+
+    \b
+    Example:
+      curate decontam --in out/dedup --out out/decontam \\
+          --eval sample_data/eval/lambada_like.jsonl \\
+          --eval sample_data/eval/qa_like.jsonl --eval-field qa_like=question,answer
+    """  # noqa: D301
+    from curate.decontam.run import contamination_lines, run_decontam
+
+    record = run_decontam(
+        list(inputs),
+        out,
+        evals=list(evals),
+        eval_fields=list(eval_fields),
+        eval_splits=list(eval_splits),
+        ngram=ngram,
+        min_ngram=min_ngram,
+        cut_chars=cut_chars,
+        min_piece_chars=min_piece_chars,
+        max_pieces=max_pieces,
+        freq_limit=freq_limit,
+        sentence_ends=sentence_ends,
+        executor=_executor(workers),
+        overwrite=overwrite,
+        keep_rejected=keep_rejected,
+        only_sources=[only_sources] if only_sources else None,
+    )
+    _report("decontam", record, out)
+    for line in contamination_lines(record):
+        click.echo(line)
+
+
 # --------------------------------------------------------------------------- tokenize, inspect, blend (issue 8)
 
 
 @cli.command("tokenize")
+@executor_options
 @click.option(
     "--in",
     "inputs",
@@ -572,6 +708,7 @@ def inspect_cmd(prefix: str, doc: int | None, tokenizer: str | None, max_chars: 
 
 
 @cli.command("blend")
+@executor_options
 @click.option("--config", "config", required=True, metavar="BLEND.yaml", help="Sources with a weight or epochs, and total_tokens.")
 @click.option(
     "--out",

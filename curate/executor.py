@@ -79,6 +79,17 @@ class Executor(ABC):
 
     name = "abstract"
 
+    def share(self, value: Any) -> Any:
+        """A handle to large read-only state for every task (``shared(handle)`` returns it).
+
+        Local workers receive the value pickled with each item (put large arrays in a
+        memory-mapped file instead); Ray puts it in the object store once.
+        """
+        return _LocalShared(value)
+
+    def close(self) -> None:
+        """Release workers (the local pool; Ray stays up for the process)."""
+
     @abstractmethod
     def _run(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, bool, Any]]:
         """Yield ``(index, ok, result_or_error_message)`` as items finish, in any order."""
@@ -192,8 +203,91 @@ class LocalExecutor(Executor):
             raise
 
 
-def make_executor(name: str = "local", workers: int | None = None, **options: Any) -> Executor:
-    """The executor called ``name`` (``local``; ``ray`` arrives with the Ray backend)."""
+class RayExecutor(Executor):
+    """Shards as Ray tasks, on a local Ray instance or a cluster (``--ray-address``).
+
+    A task that raises or whose worker dies is retried up to ``max_retries`` times by Ray;
+    a task that still fails is reported like a failed local shard. ``workers`` caps the
+    tasks in flight (default: as many as the cluster schedules). Outputs are written by the
+    tasks themselves, so finished shards are skipped on a re-run as with the local executor.
+    """
+
+    name = "ray"
+
+    def __init__(self, workers: int | None = None, address: str | None = None, max_retries: int = 3) -> None:
+        try:
+            import ray
+        except ImportError as exc:
+            raise CurateError("--executor ray needs Ray: pip install 'curate[ray]'") from exc
+        self.ray = ray
+        self.workers = workers
+        self.max_retries = max_retries
+        if not ray.is_initialized():
+            log.info("starting Ray%s", f" (address {address})" if address else " locally")
+            try:
+                if address in (None, "", "local"):
+                    ray.init(include_dashboard=False, log_to_driver=True, configure_logging=False)
+                else:
+                    ray.init(address=address, log_to_driver=True, configure_logging=False)
+            except Exception as exc:  # noqa: BLE001 - connection errors come in many types
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+                raise CurateError(f"cannot start or reach Ray{f' at {address}' if address else ''}: {first}") from exc
+
+    def share(self, value: Any) -> Any:
+        """Put ``value`` in Ray's object store once; tasks get it back with :func:`shared`."""
+        return _RayShared(self.ray.put(value))
+
+    def _run(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, bool, Any]]:
+        ray = self.ray
+        remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
+        limit = self.workers or len(items)
+        queue = list(enumerate(items))
+        pending: dict[Any, int] = {}
+        while queue or pending:
+            while queue and len(pending) < limit:
+                i, item = queue.pop(0)
+                pending[remote.remote(item)] = i
+            done, _ = ray.wait(list(pending), num_returns=1)
+            for ref in done:
+                i = pending.pop(ref)
+                try:
+                    value = ray.get(ref)
+                except ray.exceptions.RayTaskError as exc:
+                    cause = getattr(exc, "cause", None)
+                    yield i, False, _error_message(cause) if isinstance(cause, BaseException) else _error_message(exc)
+                except ray.exceptions.RayError as exc:
+                    yield i, False, f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}"
+                else:
+                    yield i, True, value
+
+
+class _LocalShared:
+    def __init__(self, value: Any) -> None:
+        self.value = value
+
+    def get(self) -> Any:
+        return self.value
+
+
+class _RayShared:
+    def __init__(self, ref: Any) -> None:
+        self.ref = ref
+
+    def get(self) -> Any:
+        import ray
+
+        return ray.get(self.ref)
+
+
+def shared(handle: Any) -> Any:
+    """The value behind a handle from ``Executor.share`` (inside a task)."""
+    return handle.get()
+
+
+def make_executor(name: str = "local", workers: int | None = None, ray_address: str | None = None, **options: Any) -> Executor:
+    """The executor called ``name``: ``local`` worker processes or ``ray`` tasks."""
     if name == "local":
         return LocalExecutor(workers)
-    raise CurateError(f"unknown executor {name!r}; choose one of: local")
+    if name == "ray":
+        return RayExecutor(workers, ray_address, **options)
+    raise CurateError(f"unknown executor {name!r}; choose local or ray")

@@ -397,6 +397,205 @@ def extract_cmd(
 
 # --------------------------------------------------------------------------- quality (issue 5)
 
+
+@cli.group()
+def quality() -> None:
+    """Quality classifier (GPT-3 / MT-NLG): train fastText on curated vs raw web text, score and sample."""
+
+
+@quality.command("train")
+@click.option(
+    "--pos",
+    "pos",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
+)
+@click.option(
+    "--neg",
+    "neg",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",
+)
+@click.option(
+    "--pos-sources",
+    default=None,
+    metavar="GLOBS",
+    help="Take positives only from these sources (comma-separated globs, e.g. 'pile/Wikipedia,pile/OpenWebText2').",
+)
+@click.option("--neg-sources", default=None, metavar="GLOBS", help="Take negatives only from these sources (e.g. 'cc/*').")
+@click.option(
+    "--model", "model", required=True, metavar="FILE", help="Model file to write (replaced if it exists); metrics go to FILE.metrics.json."
+)
+@click.option("--epoch", type=click.IntRange(min=1), default=5, show_default=True, help="fastText epochs.")
+@click.option("--lr", type=click.FloatRange(min=0, min_open=True), default=0.1, show_default=True, help="fastText learning rate.")
+@click.option("--word-ngrams", type=click.IntRange(min=1), default=2, show_default=True, help="Word n-grams (2: words and bigrams).")
+@click.option("--dim", type=click.IntRange(min=1), default=64, show_default=True, help="Embedding dimension.")
+@click.option("--min-count", type=click.IntRange(min=1), default=1, show_default=True, help="Drop words seen fewer times.")
+@click.option(
+    "--bucket",
+    type=click.IntRange(min=0),
+    default=1_000_000,
+    show_default=True,
+    help="Hash buckets for n-grams; the model holds (words + bucket) x dim floats (1M x 64: 256 MB).",
+)
+@click.option(
+    "--max-docs-per-class",
+    type=click.IntRange(min=1),
+    default=100_000,
+    show_default=True,
+    help="Sample at most N documents per class (by a hash of id and --seed); the larger class is cut to the smaller.",
+)
+@click.option(
+    "--valid-fraction",
+    type=click.FloatRange(0.0, 1.0, max_open=True),
+    default=0.1,
+    show_default=True,
+    help="Fraction held out for evaluation (by a hash of id and --seed).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample, the held-out split and fastText.")
+@click.option(
+    "--threads",
+    type=click.IntRange(min=1),
+    default=None,
+    help="fastText training threads [default: all cores]; only --threads 1 gives the same model bytes on every run.",
+)
+@click.option(
+    "--normalize",
+    type=click.Choice(["lower_punct", "lower", "none"]),
+    default="lower_punct",
+    show_default=True,
+    help="Text normalisation (recorded in FILE.metrics.json; `quality score` uses the same by default).",
+)
+@click.option("--keep-data", is_flag=True, help="Keep the fastText training and held-out files as FILE.train.txt and FILE.valid.txt.")
+def quality_train(
+    pos: tuple[str, ...],
+    neg: tuple[str, ...],
+    pos_sources: str | None,
+    neg_sources: str | None,
+    model: str,
+    epoch: int,
+    lr: float,
+    word_ngrams: int,
+    dim: int,
+    min_count: int,
+    bucket: int,
+    max_docs_per_class: int,
+    valid_fraction: float,
+    seed: int,
+    threads: int | None,
+    normalize: str,
+    keep_data: bool,
+) -> None:
+    """Train a fastText classifier: positives (__label__hq) vs negatives (__label__cc).
+
+    Documents are sampled reproducibly (a hash of id and --seed), classes are balanced by
+    cutting the larger one, texts are normalised to one line (lower_punct: lowercase,
+    punctuation split off, whitespace folded), and a held-out split (--valid-fraction)
+    gives precision, recall and F1 at score 0.5, and ROC AUC: printed and written to
+    FILE.metrics.json. The data files live in a temporary directory beside FILE.
+
+    \b
+    Example:
+      curate quality train --pos out/clean --pos-sources 'pile/Wikipedia,pile/OpenWebText2' \\
+          --neg out/cc_extract --neg-sources 'cc/*' --model out/quality_model/model.bin
+    """  # noqa: D301
+    from curate.executor import default_workers
+    from curate.stages.quality import NEG_LABEL, POS_LABEL, ClassInput, TrainConfig, train_classifier, train_lines
+
+    config = TrainConfig(
+        epoch=epoch,
+        lr=lr,
+        word_ngrams=word_ngrams,
+        dim=dim,
+        min_count=min_count,
+        bucket=bucket,
+        max_docs_per_class=max_docs_per_class,
+        valid_fraction=valid_fraction,
+        seed=seed,
+        threads=threads or default_workers(),
+        normalize=normalize,
+    )
+    record = train_classifier(
+        ClassInput(POS_LABEL, list(pos), pos_sources), ClassInput(NEG_LABEL, list(neg), neg_sources), model, config, keep_data=keep_data
+    )
+    for line in train_lines(record):
+        click.echo(line)
+
+
+@quality.command("score")
+@map_stage_options
+@click.option("--model", "model", required=True, metavar="FILE", help="fastText classifier (.bin or .ftz).")
+@click.option(
+    "--label",
+    default="__label__hq",
+    show_default=True,
+    metavar="NAME",
+    help="The model's positive label: quality_score is its probability (e.g. __label__hq for DCLM's fasttext_oh_eli5).",
+)
+@click.option(
+    "--mode",
+    type=click.Choice(["annotate", "threshold", "pareto"]),
+    default="annotate",
+    show_default=True,
+    help="annotate: keep all; threshold: keep score >= T; pareto: keep when pareto(alpha) > 1 - score (GPT-3).",
+)
+@click.option("--threshold", type=click.FloatRange(0.0, 1.0), default=0.5, show_default=True, help="Threshold of --mode threshold.")
+@click.option("--alpha", type=click.FloatRange(min=0, min_open=True), default=9.0, show_default=True, help="Pareto shape of --mode pareto.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of --mode pareto (with each document's id).")
+@click.option(
+    "--normalize",
+    type=click.Choice(["auto", "lower_punct", "lower", "none"]),
+    default="auto",
+    show_default=True,
+    help="Text normalisation before scoring; auto: the one in FILE.metrics.json (written by `quality train`), "
+    "else none (whitespace and newlines folded only, as datatrove's classifier filter does; use what the model was trained on).",
+)
+def quality_score(
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None,
+    model: str,
+    label: str,
+    mode: str,
+    threshold: float,
+    alpha: float,
+    seed: int,
+    normalize: str,
+) -> None:
+    """Score documents with a fastText classifier (quality_score) and keep them by mode.
+
+    pareto keeps a document when (1 - u)^(-1/alpha) - 1 > 1 - score, u = (xxh64(id, seed) >> 11) / 2^53:
+    with probability (2 - score)^-alpha, the same documents for any sharding or --workers.
+    Dropped documents get reason `quality`. Score only CommonCrawl with --only-sources 'cc/*'
+    (other documents pass through, quality_score empty). _SUCCESS holds per-source histograms.
+
+    \b
+    Examples:
+      curate quality score --in out/cc_extract --out out/quality --model out/quality_model/model.bin \\
+          --only-sources 'cc/*' --mode pareto --seed 1
+      curate quality score --in out/cc --out out/dclm --model fasttext_oh_eli5.bin --label __label__hq \\
+          --normalize none --mode annotate
+    """  # noqa: D301
+    from curate.stages.quality import QualityStage, recorded_normalize, score_lines
+
+    recorded = recorded_normalize(model) if normalize == "auto" else None
+    if normalize == "auto":
+        normalize = recorded or "none"
+    stage = QualityStage.for_model(model, label, mode=mode, threshold=threshold, alpha=alpha, seed=seed, normalize=normalize)
+    if recorded or normalize == "none":
+        log.info("quality score: text normalisation %s%s", normalize, " (from MODEL.metrics.json)" if recorded else "")
+    record = run_map(stage, inputs, out, workers, overwrite, keep_rejected, only_sources)
+    for line in score_lines(record):
+        click.echo(line)
+
+
 # --------------------------------------------------------------------------- dedup (issue 6)
 
 

@@ -1,0 +1,96 @@
+"""The Ray executor on a real local Ray (started once per test session): same bytes as local, retries, failures."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from curate.dataset import MapResult, run_map_stage
+from curate.errors import ShardError
+from tests.conftest import SAMPLE
+from tests.test_dataset import digest_dir, make_dataset
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'curate[ray]')")
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """One local Ray for the whole session: ray.init(num_cpus=2)."""
+    root = str(Path(__file__).resolve().parents[1])
+    ray.init(
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        runtime_env={"env_vars": {"PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}},
+    )
+    yield ray
+    ray.shutdown()
+
+
+@dataclass
+class FlakyStage:
+    """Fails the first time it sees a shard (a marker file remembers), then passes documents through."""
+
+    marker_dir: str
+    always: bool = False
+    name: str = "flaky"
+
+    def params(self) -> dict:
+        return {}
+
+    def __call__(self, table: pa.Table) -> MapResult:
+        first_id = table.column("id")[0].as_py() if table.num_rows else "empty"
+        marker = Path(self.marker_dir) / first_id
+        if self.always or not marker.exists():
+            marker.touch()
+            raise RuntimeError(f"injected failure at {first_id}")
+        return MapResult(table)
+
+
+def test_task_that_fails_once_is_retried(ray_session, tmp_path):
+    from curate.executor import RayExecutor
+
+    src = make_dataset(tmp_path / "in", shards=3, per_shard=10)
+    (tmp_path / "markers").mkdir()
+    rec = run_map_stage(FlakyStage(str(tmp_path / "markers")), [str(src)], tmp_path / "out", executor=RayExecutor(max_retries=2))
+    assert rec["docs_out"] == 30 and rec["shards"] == 3
+    assert len(list((tmp_path / "markers").iterdir())) == 3  # each shard failed once, then succeeded
+
+
+def test_task_that_always_fails_names_the_shard(ray_session, tmp_path):
+    from curate.executor import RayExecutor
+
+    src = make_dataset(tmp_path / "in", shards=2, per_shard=5)
+    (tmp_path / "markers").mkdir()
+    with pytest.raises(ShardError) as err:
+        run_map_stage(FlakyStage(str(tmp_path / "markers"), always=True), [str(src)], tmp_path / "out", executor=RayExecutor(max_retries=1))
+    msg = str(err.value)
+    assert "2 of 2 shard(s) failed" in msg and "part-00000" in msg and "injected failure" in msg
+    assert not (tmp_path / "out" / "_SUCCESS").exists()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not (SAMPLE / "pile").exists(), reason="sample_data not built")
+def test_sample_pipeline_on_ray_equals_local(ray_session, run, tmp_path):
+    """download -> clean -> dedup -> decontam -> tokenize with --executor ray: every output equals the local executor's."""
+    run("download", "pile", "--dataset", SAMPLE / "pile", "--shard-docs", "400", "--out", tmp_path / "pile")
+    outputs = {}
+    for ex in ("local", "ray"):
+        o = tmp_path / ex
+        common = ["--executor", ex, "--workers", "2"]
+        run("clean", "--in", tmp_path / "pile", "--out", o / "clean", "--keep-rejected", *common)
+        run("dedup", "exact", "--in", o / "clean", "--out", o / "exact", "--keep-rejected", *common)
+        run("dedup", "fuzzy", "--in", o / "exact", "--out", o / "fuzzy", "--verify", "exact", "--keep-rejected", *common)
+        run("decontam", "--in", o / "fuzzy", "--out", o / "decontam", "--eval", SAMPLE / "eval" / "lambada_like.jsonl", *common)
+        run("tokenize", "--in", o / "decontam", "--out", o / "tok" / "all", *common)
+        outputs[ex] = o
+    for stage in ("clean", "exact", "fuzzy", "decontam"):
+        local, on_ray = digest_dir(outputs["local"] / stage), digest_dir(outputs["ray"] / stage)
+        assert local and local == on_ray, stage
+    for ext in (".bin", ".idx"):
+        assert (outputs["local"] / "tok" / f"all{ext}").read_bytes() == (outputs["ray"] / "tok" / f"all{ext}").read_bytes()

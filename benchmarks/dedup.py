@@ -170,17 +170,15 @@ def _texts(data: Path) -> tuple[list[str], list[str]]:
 
 
 def run_datasketch(data: Path) -> list[tuple[str, str]]:
-    """The classic pipeline: shingle in Python, MinHash.update_batch, MinHashLSH insert + query."""
+    """The classic pipeline: shingle in Python, MinHash.bulk (shared permutations), MinHashLSH insert + query."""
     from datasketch import MinHash, MinHashLSH
 
     ids, texts = _texts(data)
     lsh = MinHashLSH(threshold=THRESHOLD, num_perm=NUM_PERM)
-    sigs = []
-    for i, t in zip(ids, texts):
-        m = MinHash(num_perm=NUM_PERM, seed=1)
-        m.update_batch([s.encode() for s in shingles(t)])
-        lsh.insert(i, m)
-        sigs.append(m)
+    sigs = MinHash.bulk(([s.encode() for s in shingles(t)] for t in texts), num_perm=NUM_PERM, seed=1)
+    with lsh.insertion_session() as session:
+        for i, m in zip(ids, sigs):
+            session.insert(i, m)
     pairs = []
     for i, m in zip(ids, sigs):
         for j in lsh.query(m):

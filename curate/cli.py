@@ -395,6 +395,136 @@ def extract_cmd(
 
 # --------------------------------------------------------------------------- langid, filter (issue 4)
 
+
+@cli.command("langid")
+@map_stage_options
+@click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    default=("en",),
+    show_default=True,
+    metavar="LANG",
+    help="Language to keep (repeatable or comma-separated; en matches en, eng and eng_Latn); 'all' annotates without dropping.",
+)
+@click.option(
+    "--min-score",
+    type=click.FloatRange(0.0, 1.0),
+    default=0.65,
+    show_default=True,
+    help="Keep a document only when its language's score is at least this.",
+)
+@click.option(
+    "--model",
+    "model",
+    default=None,
+    metavar="PATH",
+    help="A fastText language-ID model (lid.176.bin, GlotLID model.bin, ...) [default: the shipped lid.176.ftz].",
+)
+@click.option(
+    "--max-chars",
+    type=click.IntRange(min=100),
+    default=4000,
+    show_default=True,
+    help="Longer text is sampled to this many characters (its start and middle) before prediction.",
+)
+@click.option(
+    "--filter-sources",
+    default=None,
+    metavar="GLOBS",
+    help="Drop only documents of these sources (e.g. 'cc/*'); the others are annotated and kept.",
+)
+def langid_cmd(
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None,
+    keep: tuple[str, ...],
+    min_score: float,
+    model: str | None,
+    max_chars: int,
+    filter_sources: str | None,
+) -> None:
+    """Identify each document's language with fastText; keep the wanted ones (reason `lang`).
+
+    Writes `lang` (the model's label without __label__, e.g. en or eng_Latn) and
+    `lang_score`. Text without letters gets lang `und`, score 0. Documents whose text is
+    not valid UTF-8 are rejected with reason `invalid_utf8`.
+
+    \b
+    Example:
+      curate langid --in out/clean --out out/langid --keep en --filter-sources 'cc/*'
+      curate langid --in out/clean --out out/langid_all --keep all
+      curate langid --in out/clean --out out/langid_de --keep de,en --model glotlid/model.bin
+    """  # noqa: D301
+    from curate.stages.langid import LangIdStage
+
+    codes = [c.strip() for k in keep for c in k.split(",") if c.strip()]
+    if not codes:
+        raise click.BadParameter("give at least one language, or 'all'", param_hint="--keep")
+    if "all" in codes and len(codes) > 1:
+        raise click.BadParameter("'all' cannot be combined with languages", param_hint="--keep")
+    stage = LangIdStage(
+        keep=None if codes == ["all"] else codes,
+        min_score=min_score,
+        model=model,
+        max_chars=max_chars,
+        filter_sources=[filter_sources] if filter_sources else None,
+    )
+    run_map(stage, inputs, out, workers, overwrite, keep_rejected, only_sources)
+
+
+@cli.command("filter")
+@map_stage_options
+@click.option(
+    "--rules",
+    "rules",
+    default=None,
+    metavar="NAMES",
+    help="Rule sets to use (comma-separated): gopher_quality, gopher_repetition, c4, fineweb "
+    "[default: all; the config decides which apply to which source].",
+)
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    metavar="YAML",
+    help="Per-source rule sets and threshold overrides [default: curate/resources/filters.yaml].",
+)
+def filter_cmd(
+    inputs: tuple[str, ...],
+    out: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    only_sources: str | None,
+    rules: str | None,
+    config_path: str | None,
+) -> None:
+    """Heuristic quality rules: Gopher quality and repetition, C4, FineWeb (published thresholds).
+
+    Each document goes through the rule sets its source is given in the config, in order,
+    and is rejected with the first rule it fails as its reason (e.g.
+    `gopher_quality:mean_word_length`). The default config filters CommonCrawl and other
+    web text with all four, gives the Pile's curated prose subsets only the repetition
+    rules, and leaves code, maths and subtitles alone. C4 keeps only a page's kept lines.
+
+    \b
+    Example:
+      curate filter --in out/langid --out out/filter
+      curate filter --in out/langid --out out/filter_c4 --rules c4 --config my_filters.yaml
+    """  # noqa: D301
+    from curate.config import load_yaml
+    from curate.stages.filters import FilterConfig, FilterStage, default_config_path, parse_rules
+
+    path = config_path or str(default_config_path())
+    config = FilterConfig.from_mapping(load_yaml(path), path)
+    stage = FilterStage(config, parse_rules(rules) if rules is not None else None)
+    run_map(stage, inputs, out, workers, overwrite, keep_rejected, only_sources)
+
+
 # --------------------------------------------------------------------------- quality (issue 5)
 
 
@@ -988,6 +1118,59 @@ def blend_cmd(
     else:
         click.echo(f"--data-path {record['data_path']}")
         click.echo(f"  written to {record['data_path_file']}")
+
+
+# --------------------------------------------------------------------------- report, stats (issue 10)
+
+
+@cli.command("report")
+@click.argument("dirs", nargs=-1, required=True, metavar="OUT...")
+@click.option("--out", "out", required=True, metavar="FILE.html", help="The HTML page to write (self-contained: charts inlined).")
+@click.option("--title", default=None, help="Page title [default: curate pipeline report].")
+@click.option(
+    "--samples", type=click.IntRange(min=0), default=2, show_default=True, help="Rejected documents shown per removal reason and stage."
+)
+def report_cmd(dirs: tuple[str, ...], out: str, title: str | None, samples: int) -> None:
+    """One HTML page over a pipeline run: funnel, sources, languages, quality, rules, duplicates, blend.
+
+    OUT is a pipeline root holding one directory per stage (e.g. out/sample), or stage
+    directories, or tokenized prefixes. The page is built from each stage's _SUCCESS and
+    stats files, orders the stages by the inputs they read, shows a few documents of each
+    stage's _rejected/ output (--keep-rejected) and loads nothing from anywhere.
+
+    \b
+    Examples:
+      curate report out/sample --out out/sample/report.html
+      curate report out/clean out/dedup out/tokenized --out report.html
+    """  # noqa: D301
+    from curate.report import write_report
+
+    summary = write_report(list(dirs), out, title=title, samples=samples)
+    click.echo(
+        f"report: {len(summary['stages'])} stages ({', '.join(summary['stages'])}), {summary['charts']} charts, "
+        f"{summary['bytes'] / 1e3:,.0f} kB, {summary['seconds']:.1f} s"
+    )
+    for p in summary["unfinished"]:
+        click.echo(f"  left out (not finished): {p}")
+    click.echo(f"  output: {out}")
+
+
+@cli.command("stats")
+@click.argument("path", metavar="DIR")
+def stats_cmd(path: str) -> None:
+    """One stage's summary: documents and bytes per source, removal reasons, counters.
+
+    DIR is a stage's output directory (or a tokenized PREFIX).
+
+    \b
+    Examples:
+      curate stats out/sample/clean
+      curate stats out/sample/blend
+    """  # noqa: D301
+    from curate.report import stats_lines
+
+    for line in stats_lines(path):
+        click.echo(line)
 
 
 def main() -> None:

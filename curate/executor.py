@@ -87,7 +87,7 @@ class Executor(ABC):
         """
         return _LocalShared(value)
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - a no-op unless a backend holds workers
         """Release workers (the local pool; Ray stays up for the process)."""
 
     @abstractmethod

@@ -66,10 +66,12 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     word: a word's hash is the polynomial sum of its bytes, taken from one prefix sum of
     ``byte * P**-position`` (wrapping uint64 arithmetic), then mixed.
     """
-    norm = normalize_text(texts).cast(pa.large_binary())
+    norm = normalize_text(texts)
     n = len(norm)
     if norm.null_count:
-        norm = pc.fill_null(norm, b"")
+        norm = pc.fill_null(norm, "")
+    # a space after every document: no word can run from one document into the next
+    norm = pc.binary_join_element_wise(norm, pa.scalar(" ", norm.type), pa.scalar("", norm.type)).cast(pa.large_binary())
     bufs = norm.buffers()
     offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
     base = int(offs[0])
@@ -78,24 +80,14 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     if size == 0:
         return np.zeros(0, np.uint64), np.zeros(n + 1, np.int64)
     data = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
-    is_char = ~_SEPARATOR[data]
-    boundary = np.zeros(size + 1, bool)  # a document starts at this byte
-    boundary[offs] = True
-    prev = np.empty(size, bool)
-    prev[0] = False
-    prev[1:] = is_char[:-1]
-    nxt = np.empty(size, bool)
-    nxt[-1] = False
-    nxt[:-1] = is_char[1:]
-    starts = np.flatnonzero(is_char & (~prev | boundary[:-1]))
-    ends = np.flatnonzero(is_char & (~nxt | boundary[1:]))  # last byte of each word
+    edge = np.diff((~_SEPARATOR[data]).view(np.int8), prepend=np.int8(0))
+    starts = np.flatnonzero(edge == 1)
+    ends = np.flatnonzero(edge == -1)  # one past the last byte of each word
     p_pow, q_pow = _powers(size)
     prefix = np.zeros(size + 1, np.uint64)
     np.cumsum(data * q_pow[:size], out=prefix[1:])
-    h = mix64((prefix[ends + 1] - prefix[starts]) * p_pow[ends])
-    doc = np.searchsorted(offs, starts, side="right") - 1
-    woff = np.zeros(n + 1, np.int64)
-    np.cumsum(np.bincount(doc, minlength=n), out=woff[1:])
+    h = mix64((prefix[ends] - prefix[starts]) * p_pow[ends - 1])
+    woff = np.searchsorted(starts, offs)
     return h, woff
 
 

@@ -1,0 +1,217 @@
+"""Language identification with fastText (the ``langid`` stage).
+
+Each document's text, with line breaks folded into spaces and long text sampled to a bounded
+length (the first ``max_chars / 2`` characters and as many from the middle, cut at spaces), is
+given to a fastText language-ID model: ``lid.176.ftz`` shipped in ``curate/resources/`` by
+default, or any fastText model with ``__label__xx`` labels (``lid.176.bin``, GlotLID's
+``__label__eng_Latn``). ``lang`` is the model's label without ``__label__`` and ``lang_score``
+its probability. A document is kept when its language is one of ``keep`` with a score of at
+least ``min_score``; ``keep=None`` annotates every document and drops none.
+
+``keep`` codes match labels of either style: ``en`` matches ``en``, ``eng`` and ``eng_Latn``
+(ISO 639-1 and 639-3 are interchangeable, and a label's script suffix is ignored), a
+macrolanguage matches its main member (``zh`` and ``cmn_Hani``, ``ar`` and ``arb_Arab``), and
+an exact label (``eng_Latn``, ``sr_Cyrl``) matches itself. Text without any letter (empty,
+digits, punctuation) is not given to the model: it gets ``lang = "und"`` and score 0.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from curate.dataset import MapResult
+from curate.errors import CurateError
+from curate.schema import STAGE_FIELDS, source_matcher, with_column
+from curate.stages.textcol import decode_texts
+
+DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "resources" / "lid.176.ftz"
+DEFAULT_MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
+UNDETERMINED = "und"
+_LABEL = "__label__"
+_LETTER = re.compile(r"[^\W\d_]")
+_UNICODE_BREAKS = ("\x85", "\u2028", "\u2029")
+_SCORE_BUCKETS = [f"{i / 10:.1f}" for i in range(10)]
+
+# ISO 639-1 -> 639-3 (the 639-2/T code where the two differ), for every 639-1 code.
+_ISO1_TO_3 = dict(
+    pair.split(":")
+    for pair in (
+        "aa:aar ab:abk ae:ave af:afr ak:aka am:amh an:arg ar:ara as:asm av:ava ay:aym az:aze ba:bak be:bel bg:bul "
+        "bh:bih bi:bis bm:bam bn:ben bo:bod br:bre bs:bos ca:cat ce:che ch:cha co:cos cr:cre cs:ces cu:chu cv:chv "
+        "cy:cym da:dan de:deu dv:div dz:dzo ee:ewe el:ell en:eng eo:epo es:spa et:est eu:eus fa:fas ff:ful fi:fin "
+        "fj:fij fo:fao fr:fra fy:fry ga:gle gd:gla gl:glg gn:grn gu:guj gv:glv ha:hau he:heb hi:hin ho:hmo hr:hrv "
+        "ht:hat hu:hun hy:hye hz:her ia:ina id:ind ie:ile ig:ibo ii:iii ik:ipk io:ido is:isl it:ita iu:iku ja:jpn "
+        "jv:jav ka:kat kg:kon ki:kik kj:kua kk:kaz kl:kal km:khm kn:kan ko:kor kr:kau ks:kas ku:kur kv:kom kw:cor "
+        "ky:kir la:lat lb:ltz lg:lug li:lim ln:lin lo:lao lt:lit lu:lub lv:lav mg:mlg mh:mah mi:mri mk:mkd ml:mal "
+        "mn:mon mr:mar ms:msa mt:mlt my:mya na:nau nb:nob nd:nde ne:nep ng:ndo nl:nld nn:nno no:nor nr:nbl nv:nav "
+        "ny:nya oc:oci oj:oji om:orm or:ori os:oss pa:pan pi:pli pl:pol ps:pus pt:por qu:que rm:roh rn:run ro:ron "
+        "ru:rus rw:kin sa:san sc:srd sd:snd se:sme sg:sag si:sin sk:slk sl:slv sm:smo sn:sna so:som sq:sqi sr:srp "
+        "ss:ssw st:sot su:sun sv:swe sw:swa ta:tam te:tel tg:tgk th:tha ti:tir tk:tuk tl:tgl tn:tsn to:ton tr:tur "
+        "ts:tso tt:tat tw:twi ty:tah ug:uig uk:ukr ur:urd uz:uzb ve:ven vi:vie vo:vol wa:wln wo:wol xh:xho yi:yid "
+        "yo:yor za:zha zh:zho zu:zul"
+    ).split()
+)
+# Macrolanguages and the member a language-ID model usually reports (GlotLID uses members).
+_MEMBERS = {
+    "ara": ("arb",), "aze": ("azj",), "est": ("ekk",), "fas": ("pes",), "grn": ("gug",), "kur": ("kmr",),
+    "lav": ("lvs",), "mlg": ("plt",), "mon": ("khk",), "msa": ("zsm",), "nep": ("npi",), "nor": ("nob",),
+    "ori": ("ory",), "orm": ("gaz",), "pus": ("pbt",), "que": ("quy",), "swa": ("swh",), "uzb": ("uzn",),
+    "yid": ("ydd",), "zho": ("cmn",), "tgl": ("fil",), "ful": ("fuv",), "kau": ("knc",),
+}  # fmt: skip
+
+
+def _code_group(code: str) -> set[str]:
+    """Every spelling of one language: ``en`` -> {en, eng}; ``zh`` -> {zh, zho, cmn}."""
+    code = code.strip()
+    group = {code}
+    three = _ISO1_TO_3.get(code, code)
+    group.add(three)
+    for two, t in _ISO1_TO_3.items():
+        if t == three:
+            group.add(two)
+    for macro, members in _MEMBERS.items():
+        if three == macro or three in members:
+            group.update({macro, *members})
+            group.update(two for two, t in _ISO1_TO_3.items() if t == macro)
+    return group
+
+
+@functools.lru_cache(maxsize=4)
+def load_model(path: str) -> Any:
+    """Load a fastText model once per process; the shipped model's sha256 is checked first."""
+    from fasttext.FastText import _FastText  # the class load_model returns, without its stderr warning
+
+    p = Path(path)
+    if not p.is_file():
+        raise CurateError(f"{p}: no such language-ID model file")
+    if p.resolve() == DEFAULT_MODEL:
+        digest = hashlib.sha256(p.read_bytes()).hexdigest()
+        if digest != DEFAULT_MODEL_SHA256:
+            raise CurateError(
+                f"{p}: sha256 {digest[:12]}... is not the shipped lid.176.ftz ({DEFAULT_MODEL_SHA256[:12]}...); reinstall curate"
+            )
+    try:
+        model = _FastText(model_path=str(p))
+    except (ValueError, MemoryError, RuntimeError) as exc:
+        raise CurateError(f"{p}: not a fastText model ({exc})") from exc
+    labels = model.get_labels()
+    if not labels or not all(str(lab).startswith(_LABEL) for lab in labels[:5]):
+        raise CurateError(f"{p}: a fastText model, but not a classifier with __label__ labels (is it a word-vector model?)")
+    return model
+
+
+def sample_text(text: str, max_chars: int) -> str:
+    """At most ``max_chars``: the beginning and a piece of the middle, each cut at a space, newlines folded."""
+    if len(text) > max_chars:
+        half = max_chars // 2
+        head = text[:half]
+        cut = head.rfind(" ", half // 2)
+        head = head[:cut] if cut > 0 else head
+        mid = len(text) // 2
+        start = text.find(" ", mid, mid + half // 2)
+        start = start + 1 if start >= 0 else mid
+        body = text[start : start + half]
+        cut = body.rfind(" ", half // 2)
+        text = head + " " + (body[:cut] if cut > 0 else body)
+    if "\n" in text:  # the one character fastText's predict refuses; it splits on \r \t \v \f itself
+        text = text.replace("\n", " ")
+    if not text.isascii():
+        for sep in _UNICODE_BREAKS:
+            if sep in text:
+                text = text.replace(sep, " ")
+    return text
+
+
+@dataclass
+class LangIdStage:
+    """Map stage: annotates ``lang``/``lang_score`` and keeps the wanted languages."""
+
+    keep: list[str] | None = field(default_factory=lambda: ["en"])  # None: annotate only
+    min_score: float = 0.65
+    model: str | None = None  # default: the shipped lid.176.ftz
+    max_chars: int = 4000
+    filter_sources: list[str] | None = None  # drop only these sources' documents (globs); others are annotated
+    name: str = field(default="langid", init=False)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.min_score <= 1.0:
+            raise CurateError(f"--min-score must be between 0 and 1, got {self.min_score}")
+        if self.max_chars < 100:
+            raise CurateError(f"--max-chars must be at least 100, got {self.max_chars}")
+        self.model_path = str(Path(self.model).expanduser()) if self.model else str(DEFAULT_MODEL)
+        if not Path(self.model_path).is_file():
+            raise CurateError(f"{self.model_path}: no such language-ID model file")
+        self._keep = set().union(*(_code_group(c) for c in self.keep)) if self.keep else None
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "keep": sorted(self.keep) if self.keep else None,
+            "min_score": self.min_score,
+            "model": "lid.176.ftz (shipped)" if Path(self.model_path).resolve() == DEFAULT_MODEL else self.model_path,
+            "model_bytes": Path(self.model_path).stat().st_size,
+            "max_chars": self.max_chars,
+            "filter_sources": self.filter_sources,
+        }
+
+    def wanted(self, lang: str) -> bool:
+        """Whether a label (``en``, ``eng_Latn``) is one of ``keep``."""
+        if self._keep is None:
+            return True
+        return lang in self._keep or lang.split("_", 1)[0] in self._keep
+
+    def predict(self, texts: list[str]) -> tuple[list[str], list[float]]:
+        """``(labels, scores)`` for texts; no-letter texts get ``und`` and 0.0 without asking the model."""
+        samples = [sample_text(t, self.max_chars) for t in texts]
+        ask = [i for i, s in enumerate(samples) if _LETTER.search(s)]
+        langs = [UNDETERMINED] * len(texts)
+        scores = [0.0] * len(texts)
+        if ask:
+            labels, probs = load_model(self.model_path).predict([samples[i] for i in ask], k=1)
+            for i, lab, p in zip(ask, labels, probs):
+                langs[i] = lab[0][len(_LABEL) :] if lab else UNDETERMINED
+                scores[i] = min(1.0, float(p[0])) if len(p) else 0.0
+        return langs, scores
+
+    def __call__(self, table: pa.Table) -> MapResult:
+        raw = decode_texts(table.column("text"))
+        good = [i for i, t in enumerate(raw) if t is not None]
+        langs: list[str | None] = [None] * len(raw)
+        scores: list[float | None] = [None] * len(raw)
+        if good:
+            ls, ss = self.predict([raw[i] for i in good])
+            for i, lang, score in zip(good, ls, ss):
+                langs[i], scores[i] = lang, score
+        filt = source_matcher(self.filter_sources) if self.filter_sources else None
+        sources = table.column("source").to_pylist() if filt else None
+        reasons: list[str | None] = []
+        counters: dict[str, Any] = {"lang": {}, "score": dict.fromkeys(_SCORE_BUCKETS, 0)}
+        for i, (lang, score) in enumerate(zip(langs, scores)):
+            if lang is None:
+                reasons.append("invalid_utf8")
+                counters["invalid_utf8"] = counters.get("invalid_utf8", 0) + 1
+                continue
+            counters["lang"][lang] = counters["lang"].get(lang, 0) + 1
+            counters["score"][_SCORE_BUCKETS[min(9, int(score * 10))]] += 1
+            if lang == UNDETERMINED:
+                counters["no_letters"] = counters.get("no_letters", 0) + 1
+            if len(raw[i]) > self.max_chars:  # type: ignore[arg-type]
+                counters["sampled"] = counters.get("sampled", 0) + 1
+            drop = self._keep is not None and not (self.wanted(lang) and score >= self.min_score)
+            if drop and filt is not None and not filt(sources[i]):  # type: ignore[index]
+                drop = False
+                counters["kept_unfiltered_source"] = counters.get("kept_unfiltered_source", 0) + 1
+            reasons.append("lang" if drop else None)
+        annotated = with_column(table, STAGE_FIELDS["lang"], pa.array(langs, pa.string()))
+        annotated = with_column(annotated, STAGE_FIELDS["lang_score"], pa.array(scores, pa.float32()))
+        keep = pa.array([r is None for r in reasons], pa.bool_())
+        rejected = annotated.filter(pc.invert(keep))
+        rejected = rejected.append_column("reason", pa.array([r for r in reasons if r is not None], pa.string()))
+        return MapResult(annotated.filter(keep), rejected, counters)

@@ -1,0 +1,184 @@
+"""Language ID: real text in 18 languages (UDHR), short, mixed and letterless text, label styles,
+model errors, bad input, and counters that match the rejected rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from pathlib import Path
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from curate.dataset import read_success
+from curate.errors import CurateError
+from curate.schema import BASE_SCHEMA
+from curate.stages.langid import DEFAULT_MODEL, DEFAULT_MODEL_SHA256, LangIdStage, load_model, sample_text
+from tests.conftest import prose
+
+DATA = Path(__file__).parent / "data"
+UDHR = json.loads((DATA / "udhr.json").read_text(encoding="utf-8"))["languages"]
+
+
+def make_docs(path: Path, rows: list[tuple[str, str]], start: int = 0) -> Path:
+    """``rows`` of (text, source) as one shard."""
+    path.mkdir(parents=True, exist_ok=True)
+    table = pa.Table.from_pylist(
+        [{"id": f"d{start + i}", "text": t, "source": s, "url": None, "meta": None} for i, (t, s) in enumerate(rows)],
+        schema=BASE_SCHEMA,
+    )
+    pq.write_table(table, path / "part-00000.parquet")
+    return path
+
+
+@pytest.mark.parametrize("name", sorted(UDHR))
+def test_udhr_languages(name):
+    entry = UDHR[name]
+    text = "\n".join(entry["articles"][:3])
+    langs, scores = LangIdStage(keep=None).predict([text])
+    assert langs[0] == entry["lid176"]
+    assert scores[0] >= 0.65
+
+
+def test_short_mixed_and_letterless_text():
+    st = LangIdStage(keep=None)
+    eng = UDHR["eng"]["articles"][0]
+    deu = UDHR["deu_1996"]["articles"][0]
+    eng3 = "\n".join(UDHR["eng"]["articles"][:3])
+    texts = ["Hello", eng3 + "\n" + deu, deu + " " + deu + " " + eng, "", " \n\t ", "12 345 6789", "!!! ... ??? ---", "😀 🙂"]
+    langs, scores = st.predict(texts)
+    assert langs[0] == "en" and scores[0] < 0.65  # one word: a guess with a low score
+    assert langs[1] == "en" and langs[2] == "de"  # mixed: the majority language
+    assert langs[3:] == ["und"] * 5 and scores[3:] == [0.0] * 5
+
+
+def test_long_text_is_sampled_from_start_and_middle():
+    text = "alpha " * 1000 + "omega " * 1000
+    s = sample_text(text, 400)
+    assert len(s) <= 400 and s.startswith("alpha") and s.rstrip().endswith("omega")
+    assert "\n" not in sample_text("one\ntwo\r\nthree\u2028four", 4000)
+    big = UDHR["fra"]["articles"][0] * 100_000  # ~17 MB
+    assert LangIdStage(keep=None).predict([big])[0] == ["fr"]
+
+
+def test_keep_codes_match_both_label_styles():
+    st = LangIdStage(keep=["en", "zh", "sr_Cyrl"])
+    for label in ("en", "eng", "eng_Latn", "zh", "cmn_Hani", "zho_Hans", "sr_Cyrl"):
+        assert st.wanted(label), label
+    for label in ("de", "deu_Latn", "sr", "srp_Latn", "yue_Hani"):
+        assert not st.wanted(label), label
+    assert LangIdStage(keep=["eng"]).wanted("en") and LangIdStage(keep=None).wanted("xx")
+
+
+def test_langid_cli_keeps_wanted_languages_and_counts(tmp_path, run):
+    rows = [("\n".join(UDHR[n]["articles"][:2]), "cc/CC-MAIN-2020-50") for n in ("eng", "fra", "deu_1996", "rus", "jpn")]
+    rows += [("Hi", "cc/CC-MAIN-2020-50"), ("", "cc/CC-MAIN-2020-50"), ("1234 !!!", "cc/CC-MAIN-2020-50")]
+    rows += [("\n".join(UDHR["spa"]["articles"][:2]), "pile/Wikipedia")]
+    src = make_docs(tmp_path / "in", rows)
+    out = tmp_path / "out"
+    res = run("langid", "--in", src, "--out", out, "--keep", "en,fr", "--keep", "de", "--keep-rejected", "--workers", "1")
+    assert "langid: 9 -> 3 docs" in res.stdout
+    kept = pd.read_parquet(out)
+    assert kept.set_index("id")["lang"].to_dict() == {"d0": "en", "d1": "fr", "d2": "de"}
+    assert (kept["lang_score"] >= 0.65).all() and str(kept["lang_score"].dtype) == "float32"
+    rej = pd.read_parquet(out / "_rejected")
+    assert set(rej["reason"]) == {"lang"} and len(rej) == 6
+    assert rej.set_index("id").loc["d6", "lang"] == "und"
+    stats = read_success(out)
+    assert {r: v["docs"] for r, v in stats["rejected"].items()} == rej["reason"].value_counts().to_dict()
+    assert sum(stats["counters"]["lang"].values()) == 9 and stats["counters"]["no_letters"] == 2
+    assert sum(stats["counters"]["score"].values()) == 9
+
+
+def test_keep_all_annotates_and_filter_sources_limits_drops(tmp_path, run):
+    rows = [
+        ("\n".join(UDHR["ita"]["articles"][:2]), "pile/Wikipedia"),
+        ("\n".join(UDHR["ita"]["articles"][:2]), "cc/x"),
+        (prose(1), "cc/x"),
+    ]
+    src = make_docs(tmp_path / "in", rows)
+    res = run("langid", "--in", src, "--out", tmp_path / "all", "--keep", "all")
+    assert "3 -> 3 docs" in res.stdout
+    assert pd.read_parquet(tmp_path / "all")["lang"].tolist() == ["it", "it", "en"]
+    res = run("langid", "--in", src, "--out", tmp_path / "cc", "--keep", "en", "--filter-sources", "cc/*")
+    assert "3 -> 2 docs" in res.stdout  # the Italian Wikipedia page is annotated, not dropped
+    assert read_success(tmp_path / "cc")["counters"]["kept_unfiltered_source"] == 1
+    res = run("langid", "--in", src, "--out", tmp_path / "x", "--keep", "all,en", ok=False)
+    assert res.exit_code == 2 and "all" in res.stderr
+
+
+def train_glotlid_style_model(tmp_path: Path) -> Path:
+    """A small fastText model with GlotLID's label style (__label__eng_Latn), trained on UDHR text."""
+    import fasttext
+
+    labels = {"eng": "eng_Latn", "fra": "fra_Latn", "deu_1996": "deu_Latn", "rus": "rus_Cyrl"}
+    lines = []
+    for name, label in labels.items():
+        for art in UDHR[name]["articles"]:
+            for sent in re.split(r"(?<=[.;:])\s+", art.replace("\n", " ")):
+                lines.append(f"__label__{label} {sent.lower()}")
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    model = fasttext.train_supervised(str(train), epoch=100, lr=1.0, dim=16, minn=2, maxn=4, bucket=20_000, thread=1, verbose=0, seed=1)
+    path = tmp_path / "glot_style.bin"
+    model.save_model(str(path))
+    return path
+
+
+def test_other_models_and_label_styles(tmp_path, run, capfd):
+    model = train_glotlid_style_model(tmp_path)
+    rows = [("\n".join(UDHR[n]["articles"][:3]).lower(), "cc/x") for n in ("eng", "fra", "deu_1996", "rus")]
+    src = make_docs(tmp_path / "in", rows)
+    out = tmp_path / "out"
+    res = run("langid", "--in", src, "--out", out, "--model", model, "--keep", "en", "--keep", "fra_Latn")
+    assert "4 -> 2 docs" in res.stdout
+    assert pd.read_parquet(out)["lang"].tolist() == ["eng_Latn", "fra_Latn"]
+    assert "load_model" not in capfd.readouterr().err  # no fastText warning on stderr
+
+
+def test_model_errors_are_one_line(tmp_path, run):
+    src = make_docs(tmp_path / "in", [("some text here", "cc/x")])
+    junk = tmp_path / "junk.bin"
+    junk.write_bytes(b"\x00not a model" * 100)
+    res = run("langid", "--in", src, "--out", tmp_path / "o1", "--model", junk, "--workers", "1", ok=False)
+    assert res.exit_code == 1 and f"{junk}: not a fastText model" in res.stderr and "Traceback" not in res.stderr
+    res = run("langid", "--in", src, "--out", tmp_path / "o2", "--model", tmp_path / "missing.bin", ok=False)
+    assert res.exit_code == 1 and "no such language-ID model file" in res.stderr
+    with pytest.raises(CurateError, match="not a fastText model"):
+        load_model(str(junk))
+
+
+def test_shipped_model_and_its_readme():
+    assert hashlib.sha256(DEFAULT_MODEL.read_bytes()).hexdigest() == DEFAULT_MODEL_SHA256
+    readme = (DEFAULT_MODEL.parent / "README.md").read_text()
+    for f in sorted(DEFAULT_MODEL.parent.iterdir()):  # every shipped data file is listed with its sha256
+        if f.is_file() and f.suffix not in (".md", ".yaml", ".py"):
+            assert f.name in readme and hashlib.sha256(f.read_bytes()).hexdigest() in readme, f.name
+    assert len(load_model(str(DEFAULT_MODEL)).get_labels()) == 176
+
+
+def test_invalid_utf8_and_huge_documents_do_not_crash_a_shard(tmp_path, run):
+    eng = "\n".join(UDHR["eng"]["articles"])
+    values = [eng.encode(), b"caf\xc3\xa9 \xed\xa0\x80 broken", (eng + "\n") * 4000, b""]
+    values[2] = values[2].encode() if isinstance(values[2], str) else values[2]
+    table = pa.table(
+        {
+            "id": ["a", "b", "c", "d"],
+            "text": pa.array(values, pa.large_binary()).view(pa.large_string()),
+            "source": ["cc/x"] * 4,
+            "url": pa.nulls(4, pa.string()),
+            "meta": pa.nulls(4, pa.string()),
+        }
+    )
+    (tmp_path / "in").mkdir()
+    pq.write_table(table, tmp_path / "in" / "part-00000.parquet")
+    out = tmp_path / "out"
+    res = run("langid", "--in", tmp_path / "in", "--out", out, "--keep-rejected", "--workers", "1")
+    assert "4 -> 2 docs" in res.stdout
+    stats = read_success(out)
+    assert stats["counters"]["invalid_utf8"] == 1 and stats["counters"]["sampled"] == 1
+    rej = pq.read_table(out / "_rejected", columns=["id", "reason"]).to_pydict()
+    assert dict(zip(rej["id"], rej["reason"])) == {"b": "invalid_utf8", "d": "lang"}

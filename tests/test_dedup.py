@@ -390,3 +390,14 @@ def test_band_choice_agrees_with_datasketch():
         for weights in ((0.5, 0.5), (0.1, 0.9)):
             for num_perm in (64, 128, 256):
                 assert optimal_bands(threshold, num_perm, *weights) == tuple(_optimal_param(threshold, num_perm, *weights))
+
+
+def test_word_hashes_long_words():
+    w20a, w20b = "abcdefghij" + "klmnopqrst", "abcdefghij" + "klmnXpqrst"  # differ in the middle chunk
+    w70 = "x" * 70
+    texts = pa.array([f"{w20a} {w70} {w20b}", f"{w20a.upper()} {w70}", "short"], pa.large_string())
+    wh, off = word_hashes(texts)
+    d0, d1 = wh[off[0] : off[1]].tolist(), wh[off[1] : off[2]].tolist()
+    assert d0[0] == d1[0] and d0[1] == d1[1]  # same words, same hashes (case folded)
+    assert d0[0] != d0[2]  # one byte apart in the second 8-byte chunk
+    assert len(set(wh.tolist())) == 4

@@ -30,26 +30,8 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-_P = np.uint64(0x100000001B3)  # odd, so invertible modulo 2**64
-_PINV = np.uint64(pow(int(_P), -1, 1 << 64))
-_POW_CACHE: dict[str, np.ndarray] = {}
 _SEPARATOR = np.zeros(256, bool)
 _SEPARATOR[[9, 10, 11, 12, 13, 32]] = True  # ASCII whitespace; other non-word characters become spaces first
-
-
-def _powers(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """P**k and P**-k modulo 2**64 for k < n (cached, grown by doubling)."""
-    have = _POW_CACHE.get("p")
-    if have is None or len(have) < n:
-        size = max(n, 2 * len(have) if have is not None else 1 << 20)
-        p = np.full(size, _P, np.uint64)
-        p[0] = 1
-        np.cumprod(p, out=p)
-        q = np.full(size, _PINV, np.uint64)
-        q[0] = 1
-        np.cumprod(q, out=q)
-        _POW_CACHE["p"], _POW_CACHE["q"] = p, q
-    return _POW_CACHE["p"], _POW_CACHE["q"]
 
 
 def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
@@ -59,12 +41,17 @@ def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.replace_substring_regex(pc.utf8_lower(texts), r"[^\p{L}\p{N}\p{M}\s]+", " ")
 
 
+_MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
+_WORD_CHUNKS = 8  # words are hashed on their first 64 bytes, their last 8 and their length
+
+
 def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
     """(uint64 hash of every word, int64 word offsets per document) of normalised texts.
 
-    Words are found and hashed on the UTF-8 bytes with numpy, without making a string per
-    word: a word's hash is the polynomial sum of its bytes, taken from one prefix sum of
-    ``byte * P**-position`` (wrapping uint64 arithmetic), then mixed.
+    Words are found and hashed on the UTF-8 bytes with numpy, without a Python object per
+    word: word boundaries are the sign changes of "is a word byte"; a word's hash mixes its
+    length with its bytes read 8 at a time through an unaligned uint64 view (all bytes of
+    words up to 64 bytes; for longer words the first 64 and the last 8).
     """
     norm = normalize_text(texts)
     n = len(norm)
@@ -77,18 +64,25 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     base = int(offs[0])
     size = int(offs[-1]) - base
     offs = offs - base
-    if size == 0:
+    padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
+    padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
+    edges = np.flatnonzero(np.diff((~_SEPARATOR[padded[:size]]).view(np.int8), prepend=np.int8(0)))
+    starts, ends = edges[0::2], edges[1::2]  # every document ends with a space: edges pair up
+    if len(starts) == 0:
         return np.zeros(0, np.uint64), np.zeros(n + 1, np.int64)
-    data = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
-    edge = np.diff((~_SEPARATOR[data]).view(np.int8), prepend=np.int8(0))
-    starts = np.flatnonzero(edge == 1)
-    ends = np.flatnonzero(edge == -1)  # one past the last byte of each word
-    p_pow, q_pow = _powers(size)
-    prefix = np.zeros(size + 1, np.uint64)
-    np.cumsum(data * q_pow[:size], out=prefix[1:])
-    h = mix64((prefix[ends] - prefix[starts]) * p_pow[ends - 1])
-    woff = np.searchsorted(starts, offs)
-    return h, woff
+    lens = (ends - starts).astype(np.uint64)
+    win = np.ndarray(shape=(size,), dtype="<u8", buffer=padded.data, strides=(1,))
+    h = mix64((win[starts] & _MASKS[np.minimum(lens, 8)]) ^ (lens * _M1))
+    longer = np.flatnonzero(lens > 8)
+    for k in range(1, _WORD_CHUNKS):
+        if len(longer) == 0:
+            break
+        rest = lens[longer] - np.uint64(8 * k)
+        h[longer] = mix64(h[longer] * _M1 + (win[starts[longer] + 8 * k] & _MASKS[np.minimum(rest, 8)]))
+        longer = longer[rest > 8]
+    if len(longer):
+        h[longer] = mix64(h[longer] * _M1 + win[ends[longer] - 8])
+    return h, np.searchsorted(starts, offs)
 
 
 def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:

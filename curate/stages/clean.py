@@ -24,7 +24,7 @@ from curate.dataset import MapResult
 from curate.schema import BASE_FIELDS, with_column
 
 _TEXT_FIELD = BASE_FIELDS[1]
-_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]")  # as ftfy's remove_control_chars, plus the BOM
 _TRAILING_WS = re.compile(r"[ \t]+\n")
 _MANY_BLANK = re.compile(r"\n{4,}")
 _SURROGATES = re.compile(r"[\ud800-\udfff]")
@@ -52,10 +52,11 @@ class CleanStage:
 
     def clean_text(self, text: str) -> tuple[str, bool]:
         """The cleaned text and whether ftfy changed it."""
-        fixed = False
+        fixed = used_ftfy = False
         if not text.isascii():
             text = _SURROGATES.sub("\ufffd", text)
             if _MOJIBAKE.search(text):
+                used_ftfy = True
                 new = ftfy.fix_text(text, normalization=self.normalization or None, unescape_html=False, uncurl_quotes=False)
             elif _CHEAP_FIXES.search(text):
                 new = ftfy.fixes.fix_character_width(ftfy.fixes.fix_latin_ligatures(text))
@@ -68,7 +69,7 @@ class CleanStage:
         text = _CTRL.sub("", text)
         text = _TRAILING_WS.sub("\n", text)
         text = _MANY_BLANK.sub("\n" * (self.max_blank_lines + 1), text)
-        if self.normalization and not text.isascii() and not fixed:
+        if self.normalization and not text.isascii() and not used_ftfy:  # fix_text normalised already
             text = unicodedata.normalize(self.normalization, text)
         return text.strip(), fixed
 

@@ -42,6 +42,13 @@ class CurateGroup(click.Group):
         except CurateError as exc:
             click.echo(f"curate: error: {exc}", err=True)
             sys.exit(1)
+        except OSError as exc:  # disk full, permissions, a vanished file: one line, never a traceback
+            import os
+
+            why = os.strerror(exc.errno) if exc.errno else (exc.strerror or str(exc) or type(exc).__name__)
+            where = f"{exc.filename}: " if exc.filename else ""
+            click.echo(f"curate: error: {where}{why}", err=True)
+            sys.exit(1)
         except KeyboardInterrupt:
             click.echo("curate: interrupted; finished shards are kept, re-run to complete", err=True)
             sys.exit(130)
@@ -77,8 +84,8 @@ def map_stage_options(fn: Callable[..., Any]) -> Callable[..., Any]:
     """The options every map stage takes: --in, --out, --workers, --overwrite, --keep-rejected."""
     options = [
         click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
-                     help="Input dataset directory, Parquet file or glob (repeatable)."),
-        click.option("--out", "out", required=True, metavar="DIR", help="Output dataset directory."),
+                     help="Input dataset directory, Parquet file or glob (repeatable; local or a URL: s3://bucket/dir)."),
+        click.option("--out", "out", required=True, metavar="DIR", help="Output dataset directory (local or a URL: s3://bucket/dir)."),
         click.option("--workers", type=click.IntRange(min=1), default=None,
                      help="Worker processes [default: all cores]."),
         click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming."),
@@ -305,11 +312,18 @@ def clean(
     metavar="URL",
     help="The data host; a mirror or a local server (python -m curate.httpserve DIR) works the same.",
 )
-@click.option("--out", required=True, metavar="DIR", help="Files go to DIR/<path as listed> (DIR mirrors the host's layout).")
+@click.option("--out", required=True, metavar="DIR",
+              help="Files go to DIR/<path as listed> (DIR mirrors the host's layout); a local directory (no s3:// here).")
 @click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
 @click.option("--retries", type=click.IntRange(min=0), default=5, show_default=True, help="Retries of a file after a transient error.")
 @click.option("--retry-wait", type=click.FloatRange(min=0), default=1.0, show_default=True, help="First backoff in seconds (doubles per retry, at most 60).")
 @click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds without data before a read is retried.")
+@click.option("--ca-bundle", default=None, metavar="PEM",
+              help="Extra CA certificates to trust (a mirror with a private CA); certificates are always verified.")
+@click.option("--max-file-bytes", type=click.IntRange(min=1), default=20 << 30, show_default=True,
+              help="A file larger than this (announced or received) fails instead of filling the disk.")
+@click.option("--max-redirects", type=click.IntRange(min=0), default=5, show_default=True,
+              help="Redirects followed per request (only to http/https, never from https to http).")
 def download_cc_cmd(
     snapshot: str,
     segments: int,
@@ -320,6 +334,9 @@ def download_cc_cmd(
     retries: int,
     retry_wait: float,
     timeout: float,
+    ca_bundle: str | None,
+    max_file_bytes: int,
+    max_redirects: int,
 ) -> None:
     """CommonCrawl WARC files of one snapshot, resumable (extract them with `curate extract`).
 
@@ -329,15 +346,26 @@ def download_cc_cmd(
     errors, timeouts and 5xx are retried with exponential backoff. A 404 or a size
     mismatch fails that file, the others still complete, and the command exits 1 naming
     what is missing. Re-running skips complete files (and reuses the saved listing).
+    OUT must be local (resuming needs a local file); copy it to s3:// afterwards if the
+    cluster reads from there: `curate extract --in s3://...` reads WARC files through fsspec.
 
     \b
     Example:
       curate download cc --snapshot CC-MAIN-2020-50 --segments 2 --out data/cc
       curate download cc --snapshot CC-MAIN-2021-04 --segments 100 --seed 1 --workers 8 --out data/cc
     """  # noqa: D301
+    from curate.dataset import as_path, is_local
     from curate.stages.download_cc import RetryPolicy, download_cc, summary_line
 
-    policy = RetryPolicy(retries=retries, wait=retry_wait, read_timeout=timeout)
+    if not is_local(out):
+        raise CurateError(
+            f"download cc --out {out}: must be a local directory (resuming with HTTP Range requests needs a local file); "
+            "download to local disk, then copy to the object store or run extract on the local copy"
+        )
+    out = str(as_path(out))  # file:// URLs too
+    policy = RetryPolicy(
+        retries=retries, wait=retry_wait, read_timeout=timeout, max_redirects=max_redirects, max_file_bytes=max_file_bytes, ca_bundle=ca_bundle
+    )
     summary = download_cc(snapshot, segments, out, seed=seed, base_url=base_url, workers=workers, policy=policy)
     click.echo(summary_line(summary))
     click.echo(f"  output: {out}")
@@ -450,8 +478,9 @@ def langid_cmd(
     """Identify each document's language with fastText; keep the wanted ones (reason `lang`).
 
     Writes `lang` (the model's label without __label__, e.g. en or eng_Latn) and
-    `lang_score`. Text without letters gets lang `und`, score 0. Documents whose text is
-    not valid UTF-8 are rejected with reason `invalid_utf8`.
+    `lang_score`. Text without letters gets lang `und`, score 0. Bytes that are not valid
+    UTF-8 (a Parquet file from elsewhere) are replaced with U+FFFD when read and counted
+    (invalid_utf8_repaired).
 
     \b
     Example:

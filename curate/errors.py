@@ -15,3 +15,20 @@ class ShardError(CurateError):
         super().__init__(
             f"{stage}: {len(failures)} of {total} shard(s) failed: {first}{more}; finished shards are kept, re-run to complete the rest"
         )
+
+
+class OutputError(CurateError):
+    """Writing a stage's output failed (disk full, no permission, read-only file system).
+
+    Every other shard would fail the same way, so the stage stops at the first one; the
+    files already under their final names are complete, the one being written is removed.
+    """
+
+
+def output_error(path: object, exc: BaseException) -> OutputError:
+    """``cannot write PATH: No space left on device``: one line from an OSError, without its noise."""
+    import os
+
+    errno = getattr(exc, "errno", None)
+    why = os.strerror(errno) if isinstance(errno, int) and errno > 0 else (getattr(exc, "strerror", None) or str(exc) or type(exc).__name__)
+    return OutputError(f"cannot write {path}: {why}")

@@ -8,6 +8,7 @@ executor raises :class:`~curate.errors.ShardError` naming the failed ones at the
 
 from __future__ import annotations
 
+import errno
 import logging
 import multiprocessing as mp
 import os
@@ -21,7 +22,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from curate.errors import CurateError, ShardError
+from curate.errors import CurateError, OutputError, ShardError, output_error
 
 log = logging.getLogger("curate")
 
@@ -125,6 +126,19 @@ class Executor(ABC):
         return results
 
 
+#: errno values that mean the output cannot be written at all: every other shard would fail alike.
+_FATAL_ERRNOS = {errno.ENOSPC, errno.EDQUOT, errno.EROFS}
+
+
+def fatal_error(exc: BaseException) -> OutputError | None:
+    """The error that must stop the whole stage (disk full, read-only output), or None for a shard's own failure."""
+    if isinstance(exc, OutputError):
+        return exc
+    if isinstance(exc, OSError) and exc.errno in _FATAL_ERRNOS:
+        return output_error(exc.filename or "the output", exc)
+    return None
+
+
 def _error_message(exc: BaseException) -> str:
     if isinstance(exc, CurateError):
         return str(exc)
@@ -175,7 +189,10 @@ class LocalExecutor(Executor):
             for i, item in enumerate(items):
                 try:
                     value = fn(item)
-                except Exception as exc:  # one shard's failure must not stop the others
+                except Exception as exc:  # one shard's failure must not stop the others (unless the output is unwritable)
+                    fatal = fatal_error(exc)
+                    if fatal is not None:
+                        raise fatal from exc
                     yield i, False, _error_message(exc)
                 else:
                     yield i, True, value
@@ -193,6 +210,9 @@ class LocalExecutor(Executor):
                     if exc is None:
                         yield futures[fut], True, fut.result()
                     else:
+                        fatal = fatal_error(exc)
+                        if fatal is not None:
+                            raise fatal  # cancels the pending shards below
                         if isinstance(exc, BrokenProcessPool):
                             self._pool = None  # a dead worker breaks the pool: start a new one next time
                         yield futures[fut], False, _error_message(exc)
@@ -203,6 +223,16 @@ class LocalExecutor(Executor):
             raise
 
 
+def storage_env() -> dict[str, str]:
+    """The driver's storage settings that Ray tasks get too: ``AWS_*`` and ``FSSPEC_*`` variables.
+
+    So that an endpoint or credentials set where ``curate`` runs (``AWS_ENDPOINT_URL``,
+    ``AWS_PROFILE``, ``FSSPEC_S3_...``) reach tasks on every node. Variables naming local files
+    (``*_FILE``) are left out: those files need not exist on the other machines.
+    """
+    return {k: v for k, v in os.environ.items() if k.startswith(("AWS_", "FSSPEC_")) and not k.endswith("_FILE")}
+
+
 class RayExecutor(Executor):
     """Shards as Ray tasks, on a local Ray instance or a cluster (``--ray-address``).
 
@@ -210,6 +240,7 @@ class RayExecutor(Executor):
     a task that still fails is reported like a failed local shard. ``workers`` caps the
     tasks in flight (default: as many as the cluster schedules). Outputs are written by the
     tasks themselves, so finished shards are skipped on a re-run as with the local executor.
+    Tasks run with the driver's :func:`storage_env` (object-store endpoint and credentials).
     """
 
     name = "ray"
@@ -239,7 +270,11 @@ class RayExecutor(Executor):
 
     def _run(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, bool, Any]]:
         ray = self.ray
-        remote = ray.remote(num_cpus=1, max_retries=self.max_retries, retry_exceptions=True)(fn)
+        options: dict[str, Any] = {"num_cpus": 1, "max_retries": self.max_retries, "retry_exceptions": True}
+        env = storage_env()
+        if env:
+            options["runtime_env"] = {"env_vars": env}  # merged with the job's runtime_env
+        remote = ray.remote(**options)(fn)
         limit = self.workers or len(items)
         queue = list(enumerate(items))
         pending: dict[Any, int] = {}
@@ -254,6 +289,11 @@ class RayExecutor(Executor):
                     value = ray.get(ref)
                 except ray.exceptions.RayTaskError as exc:
                     cause = getattr(exc, "cause", None)
+                    fatal = fatal_error(cause) if isinstance(cause, BaseException) else None
+                    if fatal is not None:
+                        for ref in pending:
+                            ray.cancel(ref)
+                        raise fatal from None
                     yield i, False, _error_message(cause) if isinstance(cause, BaseException) else _error_message(exc)
                 except ray.exceptions.RayError as exc:
                     yield i, False, f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}"

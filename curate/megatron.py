@@ -23,6 +23,11 @@ stays at one chunk; otherwise (one tokenized piece) it keeps the lengths, 4 byte
 document, until :meth:`IndexedDatasetWriter.finish`. Both files are written under
 temporary names and renamed into place, ``.bin`` first, so an existing ``.idx`` means a
 complete pair.
+
+A prefix may be an fsspec URL (``s3://bucket/tok/corpus``): the writer then builds both
+files in a local temporary directory (``TMPDIR`` must hold them) and uploads ``.bin``,
+then ``.idx``, each appearing whole when its upload completes; a reader downloads both
+files to a temporary directory and memory-maps them there.
 """
 
 from __future__ import annotations
@@ -30,12 +35,15 @@ from __future__ import annotations
 import os
 import shutil
 import struct
+import tempfile
+import weakref
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import numpy as np
 
-from curate.errors import CurateError
+from curate.dataset import AnyPath, as_path, open_input, upload_file
+from curate.errors import CurateError, output_error
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1
@@ -56,14 +64,14 @@ CODE_DTYPES: dict[int, np.dtype] = {code: dt for dt, code in DTYPE_CODES.items()
 _INT32_MAX = 2**31 - 1
 
 
-def bin_path(prefix: str | os.PathLike) -> Path:
+def bin_path(prefix: str | os.PathLike) -> AnyPath:
     """``PREFIX.bin``."""
-    return Path(f"{prefix}.bin")
+    return as_path(f"{prefix}.bin")
 
 
-def idx_path(prefix: str | os.PathLike) -> Path:
+def idx_path(prefix: str | os.PathLike) -> AnyPath:
     """``PREFIX.idx``."""
-    return Path(f"{prefix}.idx")
+    return as_path(f"{prefix}.idx")
 
 
 def exists(prefix: str | os.PathLike) -> bool:
@@ -116,8 +124,13 @@ class IndexedDatasetWriter:
         self.documents = 0
         self.tokens = 0
         self.bin_final, self.idx_final = bin_path(prefix), idx_path(prefix)
-        self.bin_tmp, self.idx_tmp = _tmp(self.bin_final), _tmp(self.idx_final)
-        self.bin_final.parent.mkdir(parents=True, exist_ok=True)
+        self._staging: Path | None = None  # a remote prefix: built here, uploaded in finish()
+        if isinstance(self.bin_final, Path):
+            self.bin_tmp, self.idx_tmp = _tmp(self.bin_final), _tmp(self.idx_final)
+            self.bin_final.parent.mkdir(parents=True, exist_ok=True)
+        else:
+            self._staging = Path(tempfile.mkdtemp(prefix=".curate-megatron-"))
+            self.bin_tmp, self.idx_tmp = self._staging / self.bin_final.name, self._staging / self.idx_final.name
         self._bin = open(self.bin_tmp, "wb")  # noqa: SIM115 - closed in finish/abort
         self._lengths: list[np.ndarray] = []
         self._idx = None
@@ -148,13 +161,20 @@ class IndexedDatasetWriter:
         self.documents += n
         self.tokens += int(lengths.sum())
 
+    def _write_bin(self, data: bytes | memoryview) -> None:
+        try:
+            self._bin.write(data)
+        except OSError as exc:
+            self.abort()
+            raise output_error(self.bin_final, exc) from exc
+
     def add_documents(self, tokens: np.ndarray, lengths: Sequence[int] | np.ndarray) -> None:
         """Append documents given as their tokens back to back and the length of each."""
         lengths = np.asarray(lengths, dtype=np.int64)
         if int(lengths.sum()) != len(tokens):
             raise ValueError(f"lengths add up to {int(lengths.sum())} tokens, got {len(tokens)}")
         arr = np.ascontiguousarray(tokens, dtype=self.dtype.newbyteorder("<"))
-        self._bin.write(arr.data)
+        self._write_bin(arr.data)
         self._record(lengths)
 
     def add_raw(self, data: bytes | memoryview, lengths: np.ndarray) -> None:
@@ -162,17 +182,18 @@ class IndexedDatasetWriter:
         lengths = np.asarray(lengths, dtype=np.int64)
         if len(data) != int(lengths.sum()) * self.itemsize:
             raise ValueError("raw bytes do not match the lengths")
-        self._bin.write(data)
+        self._write_bin(data)
         self._record(lengths)
 
-    def add_file(self, path: Path, lengths: np.ndarray) -> None:
+    def add_file(self, path: AnyPath, lengths: np.ndarray) -> None:
         """Append a whole ``.bin`` file (copied, not decoded) whose documents have ``lengths``."""
         lengths = np.asarray(lengths, dtype=np.int64)
         size = path.stat().st_size
         if size != int(lengths.sum()) * self.itemsize:
             raise CurateError(f"{path}: {size} bytes, but its index says {int(lengths.sum()) * self.itemsize}")
-        with open(path, "rb") as fh:
-            shutil.copyfileobj(fh, self._bin, 16 << 20)
+        with open_input(path) as fh:
+            for chunk in iter(lambda: fh.read(16 << 20), b""):
+                self._write_bin(chunk)
         self._record(lengths)
 
     def finish(self) -> tuple[int, int]:
@@ -203,8 +224,16 @@ class IndexedDatasetWriter:
             fh.flush()
             os.fsync(fh.fileno())
             fh.close()
-            os.replace(self.bin_tmp, self.bin_final)
-            os.replace(self.idx_tmp, self.idx_final)
+            if self._staging is not None:
+                upload_file(self.bin_tmp, self.bin_final)
+                upload_file(self.idx_tmp, self.idx_final)
+                shutil.rmtree(self._staging, ignore_errors=True)
+            else:
+                os.replace(self.bin_tmp, self.bin_final)
+                os.replace(self.idx_tmp, self.idx_final)
+        except OSError as exc:  # disk full, read-only: one line naming the output
+            self.abort()
+            raise output_error(self.bin_final, exc) from exc
         except BaseException:
             self.abort()
             raise
@@ -217,6 +246,8 @@ class IndexedDatasetWriter:
                 fh.close()
         self.bin_tmp.unlink(missing_ok=True)
         self.idx_tmp.unlink(missing_ok=True)
+        if self._staging is not None:
+            shutil.rmtree(self._staging, ignore_errors=True)
 
     def __enter__(self) -> IndexedDatasetWriter:
         return self
@@ -230,7 +261,7 @@ def read_header(prefix: str | os.PathLike) -> tuple[np.dtype, int, int]:
     """(dtype, sequence count, document-index count) of ``PREFIX.idx``; a bad file is a one-line error."""
     p = idx_path(prefix)
     try:
-        with open(p, "rb") as fh:
+        with open_input(p) as fh:
             head = fh.read(HEADER_BYTES)
     except FileNotFoundError:
         raise CurateError(f"{p}: no such index file") from None
@@ -260,6 +291,15 @@ class IndexedDataset:
         self.prefix = str(prefix)
         self.dtype, self.sequence_count, doc_count = read_header(prefix)
         ip, bp = idx_path(prefix), bin_path(prefix)
+        if not isinstance(ip, Path):  # remote: memory-map local copies
+            staging = Path(tempfile.mkdtemp(prefix=".curate-megatron-"))
+            weakref.finalize(self, shutil.rmtree, staging, True)
+            for remote in (ip, bp):
+                if not remote.is_file():
+                    raise CurateError(f"{remote}: no such {'index' if remote is ip else 'data'} file")
+                remote.fs.get_file(remote.path, str(staging / remote.name))
+            ip, bp = staging / ip.name, staging / bp.name
+        self.bin_file = bp  # the file the tokens are mapped from (a local copy of a remote one)
         expected = HEADER_BYTES + 12 * self.sequence_count + 8 * doc_count
         size = ip.stat().st_size
         if size < expected:
@@ -359,6 +399,6 @@ def merge(prefixes: Iterable[str | os.PathLike], out_prefix: str | os.PathLike, 
             ds = IndexedDataset(p)
             if not ds.one_sequence_per_document():
                 raise CurateError(f"{idx_path(p)}: documents of several sequences cannot be merged here")
-            w.add_file(bin_path(p), ds.sequence_lengths)
+            w.add_file(ds.bin_file, ds.sequence_lengths)
             del ds
         return w.finish()

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from curate import __version__
+from curate.dataset import as_path
 from curate.errors import CurateError
 
 log = logging.getLogger("curate")
@@ -204,7 +205,7 @@ def _prefix_stage(stats: Path, label: str) -> Stage | None:
         return None
     if not isinstance(rec, dict) or rec.get("stage") != "tokenize" or "source" in rec:
         return None  # per-source prefixes belong to their directory's _SUCCESS
-    prefix = Path(str(stats)[: -len(".stats.json")])
+    prefix = as_path(str(stats)[: -len(".stats.json")])
     return Stage(label, prefix, "tokenize", rec, stats, stats.stat().st_mtime)
 
 
@@ -223,7 +224,7 @@ def collect(paths: Iterable[str | os.PathLike]) -> Run:
         return True
 
     for raw in paths:
-        p = Path(raw)
+        p = as_path(raw)
         roots.append(p)
         if p.is_file():
             if p.name == SUCCESS:
@@ -234,7 +235,7 @@ def collect(paths: Iterable[str | os.PathLike]) -> Run:
                 raise CurateError(f"{p}: not a stage directory, _SUCCESS or PREFIX.stats.json file")
             continue
         if not p.exists():
-            stats = Path(f"{p}.stats.json")
+            stats = as_path(f"{p}.stats.json")
             if stats.is_file() and add(_prefix_stage(stats, p.name)):
                 continue
             raise CurateError(f"{p}: no such file or directory")
@@ -298,7 +299,7 @@ def _link(stages: list[Stage], roots: list[Path]) -> None:
 
 def _resolve_input(raw: str, s: Stage, index: dict[Path, Stage], roots: list[Path], by_name: dict[str, list[Stage]]) -> Stage | None:
     m = re.search(r"[*?\[]", raw)
-    base = Path(raw[: m.start()]).parent if m else Path(raw)
+    base = as_path(raw[: m.start()]).parent if m else as_path(raw)
     cands = (
         [base]
         if base.is_absolute()
@@ -1011,7 +1012,7 @@ def rejected_samples(s: Stage, per_reason: int = 2, max_chars: int = SAMPLE_CHAR
         if done():
             break
         try:
-            pf = pq.ParquetFile(f)
+            pf = pq.ParquetFile(f if isinstance(f, Path) else f.open("rb"))
         except Exception as exc:  # noqa: BLE001 - a broken sample file must not stop the report
             log.warning("report: cannot read %s (%s); no samples from it", f, exc)
             continue
@@ -1643,7 +1644,7 @@ def write_report(
     t0 = time.monotonic()
     run = collect(paths)
     page, charts = render(run, title=title or "curate pipeline report", samples=samples)
-    out = Path(out)
+    out = as_path(out)
     if out.is_dir():
         raise CurateError(f"{out}: is a directory; --out is the HTML file to write")
     write_bytes_atomic(out, page.encode("utf-8", "replace"))
@@ -1670,7 +1671,7 @@ def text_table(head: Sequence[str], rows: Sequence[Sequence[Any]], foot: Sequenc
 
 
 def _one_stage(path: str | os.PathLike) -> Stage:
-    p = Path(path)
+    p = as_path(path)
     if p.is_file() and p.name == SUCCESS:
         p = p.parent
     if p.is_dir():
@@ -1681,7 +1682,7 @@ def _one_stage(path: str | os.PathLike) -> Stage:
         if (p / "_params.json").exists():
             raise CurateError(f"{p}: the stage has not finished (no {SUCCESS}); run it to completion first")
         raise CurateError(f"{p}: not a finished stage directory (no {SUCCESS}); for a whole pipeline use `curate report`")
-    stats = p if p.name.endswith(".stats.json") else Path(f"{p}.stats.json")
+    stats = p if p.name.endswith(".stats.json") else as_path(f"{p}.stats.json")
     if stats.is_file():
         s = _prefix_stage(stats, p.name)
         if s is not None:
@@ -1700,7 +1701,7 @@ def stats_lines(path: str | os.PathLike) -> list[str]:
     shards = f", {r['shards']} shards" if r.get("shards") else ""
     lines = [f"{s.kind}: {s.path}{shards}{wall}{cpu}"]
     if s.input_paths:
-        parents = {str(Path(x).parent) for x in s.input_paths}
+        parents = {str(as_path(x).parent) for x in s.input_paths}
         many = len(s.input_paths) > 3 and len(parents) == 1
         lines.append(f"  reads: {next(iter(parents))}/ ({len(s.input_paths)} prefixes)" if many else f"  reads: {', '.join(s.input_paths)}")
     lines.append("")

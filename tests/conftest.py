@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 import zstandard
 from click.testing import CliRunner
+from hypothesis import HealthCheck, settings
 
 from curate.cli import cli
 
@@ -16,6 +17,14 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data"
 
 os.environ.setdefault("CURATE_PROGRESS", "log")
+
+# Hypothesis profiles (tests/test_fuzz.py): "ci" for `make test` (few examples, the same ones every run),
+# "fuzz" for `make fuzz` (HYPOTHESIS_PROFILE=fuzz: many random examples).
+settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+settings.register_profile("fuzz", max_examples=3000, deadline=None, print_blob=True,
+                          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])  # fmt: skip
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 WORDS = (
     "the of and to in a is that for it as was with be by on not he this are or his from at which but have an they "

@@ -6,6 +6,9 @@ Faults are keyed by URL path (``/crawl-data/.../x.warc.gz``) and consumed per re
 * ``Fault(status=503, times=K)``: answer 503 K times, then serve normally.
 * ``Fault(status=404)``: always 404.
 * ``Fault(extra_length=N)``: announce N more bytes than are sent, then close (every time).
+* ``Fault(redirect=URL)``: answer 302 with ``Location: URL`` (relative URLs allowed).
+* ``Fault(stall_after=N, stall_seconds=S, times=K)``: send N bytes, send nothing for S seconds, then the rest.
+* ``Fault(hide_length=True)``: send no Content-Length (the body ends when the connection closes).
 
 ``server.log`` records every request as ``(path, Range header or None, status)``.
 """
@@ -13,6 +16,7 @@ Faults are keyed by URL path (``/crawl-data/.../x.warc.gz``) and consumed per re
 from __future__ import annotations
 
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -26,6 +30,10 @@ class Fault:
     drop_after: int | None = None
     extra_length: int = 0
     times: int | None = None  # None: every request
+    redirect: str | None = None
+    stall_after: int | None = None
+    stall_seconds: float = 0.0
+    hide_length: bool = False
 
 
 class FaultyHandler(DirectoryHandler):
@@ -49,7 +57,17 @@ class FaultyHandler(DirectoryHandler):
         if fault is not None and fault.status is not None:
             self.send_plain(fault.status, f"fault {fault.status}\n".encode())
             return
+        if fault is not None and fault.redirect is not None:
+            self.send_plain(302, b"moved\n", {"Location": fault.redirect})
+            return
         super().do_GET()
+
+    def send_header(self, keyword: str, value: str) -> None:
+        fault = getattr(self, "current_fault", None)
+        if fault is not None and fault.hide_length and keyword.lower() == "content-length" and self.command == "GET":
+            self.close_connection = True
+            return
+        super().send_header(keyword, value)
 
     def send_response(self, code: int, message: str | None = None) -> None:
         self.server.record(self.path, self.headers.get("Range"), int(code))
@@ -61,6 +79,17 @@ class FaultyHandler(DirectoryHandler):
 
     def copy_bytes(self, path: Path, start: int, length: int) -> None:
         fault = getattr(self, "current_fault", None)
+        if fault is not None and fault.stall_after is not None:
+            first = min(length, fault.stall_after)
+            super().copy_bytes(path, start, first)
+            self.wfile.flush()
+            time.sleep(fault.stall_seconds)
+            start, length = start + first, length - first
+            try:
+                super().copy_bytes(path, start, length)
+            except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting: what the test wants
+                self.close_connection = True
+            return
         if fault is not None and fault.drop_after is not None:
             length = min(length, fault.drop_after)
         super().copy_bytes(path, start, length)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -188,6 +187,8 @@ class DecontamStage:
     ``work`` is the folder with ``index/``, ``ignored.npy`` (keys over the frequency limit)
     and ``cut_docs.npy`` (id hashes of the documents with a key under it). Only those
     documents are tokenised again; every other document passes through untouched.
+    ``shared`` (Ray): handles from ``Executor.share`` to the index and to (ignored, cut_docs),
+    put in the object store once; tasks then read no work files.
     """
 
     evals: list[str]
@@ -202,6 +203,7 @@ class DecontamStage:
     freq_limit: int = 10
     sentence_ends: str = SENTENCE_ENDS
     work: str = ""
+    shared: tuple[Any, Any] | None = None
     name: str = field(default="decontam", init=False)
 
     def params(self) -> dict[str, Any]:
@@ -225,10 +227,18 @@ class DecontamStage:
 
     def _load(self) -> None:
         if getattr(self, "_index", None) is None:
-            work = Path(self.work)
-            self._index = Index.load(work / "index")
-            self._ignored = np.load(work / "ignored.npy", mmap_mode="r")
-            self._cut_docs = np.load(work / "cut_docs.npy", mmap_mode="r")
+            if self.shared is not None:
+                from curate.executor import shared
+
+                self._index = shared(self.shared[0])
+                self._ignored, self._cut_docs = shared(self.shared[1])
+                return
+            from curate.dataset import as_path, np_load
+
+            work = as_path(self.work)
+            self._index = Index.open(work / "index")
+            self._ignored = np_load(work / "ignored.npy")
+            self._cut_docs = np_load(work / "cut_docs.npy")
 
     def __call__(self, table: pa.Table) -> MapResult:
         self._load()

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from curate.dataset import as_path, open_input
 from curate.errors import CurateError
 
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst", ".parquet", ".txt", ".txt.gz", ".txt.zst")
@@ -98,7 +99,11 @@ def file_stem(path: Path) -> str:
 
 def _looks_like_path(spec: str) -> bool:
     """Hub names never start with ``.``, ``/`` or ``~``, never end with a file suffix, and their owner is no local folder."""
-    return spec.startswith((".", "/", "~")) or spec.endswith(SUFFIXES) or ("/" in spec and Path(spec.split("/")[0]).is_dir())
+    from curate.dataset import is_url
+
+    return (
+        is_url(spec) or spec.startswith((".", "/", "~")) or spec.endswith(SUFFIXES) or ("/" in spec and Path(spec.split("/")[0]).is_dir())
+    )
 
 
 def parse_specs(evals: Iterable[str], fields: Iterable[str] = (), splits: Iterable[str] = ()) -> list[EvalSpec]:
@@ -116,7 +121,7 @@ def parse_specs(evals: Iterable[str], fields: Iterable[str] = (), splits: Iterab
                 name, _, config = rest.partition(":")
                 specs.append(EvalSpec(rest, "hub", name, config or None))
             continue
-        p = Path(raw).expanduser()
+        p = as_path(raw).expanduser()
         if p.is_file():
             if not p.name.endswith(SUFFIXES):
                 raise CurateError(f"{p}: unsupported evaluation file type (use {', '.join(SUFFIXES)})")
@@ -194,12 +199,12 @@ def item_text(record: Any, fields: list[str], where: str) -> str:
 def _open_text(path: Path) -> io.TextIOBase:
     try:
         if path.name.endswith(".gz"):
-            return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+            return io.TextIOWrapper(gzip.open(path if isinstance(path, Path) else open_input(path), "rb"), encoding="utf-8")
         if path.name.endswith(".zst"):
             import zstandard
 
-            return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open(path, "rb")), encoding="utf-8")
-        return open(path, encoding="utf-8")
+            return io.TextIOWrapper(zstandard.ZstdDecompressor().stream_reader(open_input(path)), encoding="utf-8")
+        return open(path, encoding="utf-8") if isinstance(path, Path) else io.TextIOWrapper(open_input(path), encoding="utf-8")
     except OSError as exc:
         raise CurateError(f"{path}: cannot read ({exc.strerror or exc})") from exc
 
@@ -249,7 +254,7 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[str]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path if isinstance(path, Path) else open_input(path))
     except (OSError, pa.ArrowException) as exc:
         raise CurateError(f"{path}: not a readable Parquet file ({exc})") from exc
     names = pf.schema_arrow.names
@@ -257,16 +262,19 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[str]:
     missing = [f for f in top if f not in names]
     if missing:
         raise CurateError(f"{path}: no field {missing[0]!r} (has: {', '.join(names)}); choose fields with --eval-field")
+    from curate.stages.textcol import repair_utf8
+
     row_no = 0
     for batch in pf.iter_batches(columns=top, batch_size=4096):
-        for row in batch.to_pylist():
+        table, _ = repair_utf8(pa.Table.from_batches([batch]))  # Arrow does not validate UTF-8: U+FFFD, never a crash
+        for row in table.to_pylist():
             yield item_text(row, fields, f"{path}: row {row_no}")
             row_no += 1
 
 
 def _file_sha256(path: Path) -> str:
     h = hashlib.sha256()
-    with open(path, "rb") as fh:
+    with open_input(path) as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
@@ -330,7 +338,7 @@ def _hub_records(spec: EvalSpec) -> tuple[list[str], str]:
 def load_eval_set(spec: EvalSpec) -> EvalSet:
     """Read every item of one set; an empty set is an error."""
     if spec.kind == "file":
-        path = Path(spec.source)
+        path = as_path(spec.source)
         texts = list(_file_records(path, spec.fields))
         digest = _file_sha256(path)
     else:

@@ -9,7 +9,9 @@ array (a key shared by several sets appears once per set) and a prefilter bitmap
 A lookup tests the bitmap (one bit per slot of the key's top bits, 8 to 16 bits per
 key, so 6-12% of absent keys pass) and binary-searches only those candidates. Workers
 open the ``.npy`` files with ``np.load(mmap_mode="r")``: the page cache holds one copy
-for all processes. Bytes per n-gram: 8 (key) + 2 (set id) + 1 to 2 (bitmap).
+for all processes. With an output on an object store each worker process reads the index
+into memory once; on Ray it goes through the object store once (``Executor.share``).
+Bytes per n-gram: 8 (key) + 2 (set id) + 1 to 2 (bitmap).
 """
 
 from __future__ import annotations
@@ -22,10 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from curate.dataset import write_bytes_atomic, write_json_atomic
+from curate.dataset import as_path, np_load, write_bytes_atomic, write_json_atomic
 
 INDEX_JSON = "index.json"
 TABLES = ("long", "short")
+_OPENED: dict[tuple[str, str], Any] = {}  # remote indexes read by this process, by (URL, index.json)
 _EMPTY = np.zeros(0, dtype=np.int64)
 
 
@@ -157,17 +160,28 @@ class Index:
         write_json_atomic(folder / INDEX_JSON, info)
 
     @classmethod
-    def load(cls, folder: Path, mmap: bool = True) -> Index:
-        """Open a saved index; the arrays are memory maps (shared page cache) unless ``mmap=False``."""
-        info = json.loads((folder / INDEX_JSON).read_text())
-        mode = "r" if mmap else None
+    def load(cls, folder: Path, mmap: bool = True, info_text: str | None = None) -> Index:
+        """Open a saved index; the arrays are memory maps (shared page cache) unless ``mmap=False`` (or remote: in memory)."""
+        folder = as_path(folder)
+        info = json.loads(info_text if info_text is not None else (folder / INDEX_JSON).read_text())
         tables = {}
         for name in TABLES:
-            parts = {
-                part: np.load(folder / f"{name}_{part}.npy", mmap_mode=mode, allow_pickle=False) for part in ("keys", "sets", "bitmap")
-            }
+            parts = {part: np_load(folder / f"{name}_{part}.npy", mmap) for part in ("keys", "sets", "bitmap")}
             tables[name] = Table(parts["keys"], parts["sets"], parts["bitmap"], int(info["bits"][name]))
         return cls(tables["long"], tables["short"], info)
+
+    @classmethod
+    def open(cls, folder: Path) -> Index:
+        """:meth:`load`, except that a remote index is read once per process (while its ``index.json`` is unchanged)."""
+        folder = as_path(folder)
+        if isinstance(folder, Path):
+            return cls.load(folder)
+        info_text = (folder / INDEX_JSON).read_text()
+        key = (str(folder), info_text)
+        if key not in _OPENED:
+            _OPENED.clear()
+            _OPENED[key] = cls.load(folder, info_text=info_text)
+        return _OPENED[key]
 
 
 def build_index(sets: list[tuple[str, list[str]]], n: int, min_n: int, fingerprint: str = "", chunk_chars: int = 1 << 23) -> Index:

@@ -1,7 +1,8 @@
 """The decontam stage's three phases over a dataset directory.
 
 1. **index**: hash the evaluation sets into ``OUT/_work/index/`` (sorted uint64 keys,
-   memory-mapped by every worker).
+   memory-mapped by every worker; on Ray put in the object store once instead, so that
+   tasks on other machines need no shared filesystem).
 2. **count**: one job per input shard finds every key in every document and records the
    (document id hash, key) pairs in ``OUT/_work/count/``; merged, they give each key's
    document frequency, the keys over ``--freq-limit`` (``ignored.npy``) and the documents
@@ -25,12 +26,22 @@ from typing import Any
 
 import numpy as np
 
-from curate.dataset import OutputDir, iter_tables, resolve_inputs, run_map_stage, shard_name, write_bytes_atomic, write_json_atomic
+from curate.dataset import (
+    OutputDir,
+    as_path,
+    iter_tables,
+    np_load,
+    resolve_inputs,
+    run_map_stage,
+    shard_name,
+    write_bytes_atomic,
+    write_json_atomic,
+)
 from curate.decontam.cut import DecontamStage, find_matches, id_hashes
 from curate.decontam.evalsets import fingerprint, load_eval_set, parse_specs
 from curate.decontam.index import INDEX_JSON, Index, _sorted_unique, build_index
 from curate.errors import CurateError
-from curate.executor import Executor, LocalExecutor
+from curate.executor import Executor, LocalExecutor, shared
 
 log = logging.getLogger("curate")
 WORK = "_work"
@@ -50,12 +61,13 @@ class _CountJob:
     out: Path
     name: str
     fingerprint: str
+    shared_index: Any = None  # a handle from Executor.share (Ray): the index without reading work files
 
 
 def _count_shard(job: _CountJob) -> dict[str, Any]:
     """Phase 2 for one shard: unique (id hash, key) pairs, an example text per key, counters."""
     t0 = time.perf_counter()
-    index = Index.load(job.index)
+    index = shared(job.shared_index) if job.shared_index is not None else Index.open(job.index)
     docs_parts, key_parts = [], []
     examples: dict[str, str] = {}
     stats = {"docs": 0, "chars": 0, "docs_no_words": 0, "docs_matched": 0, "matches": 0}
@@ -108,7 +120,7 @@ def _merge_counts(count_dir: Path, names: list[str], freq_limit: int) -> tuple[n
     examples: dict[str, str] = {}
     totals: dict[str, int] = {}
     for name in names:
-        with np.load(count_dir / f"{name}.npz") as z:
+        with np_load(count_dir / f"{name}.npz", mmap=False) as z:
             docs_parts.append(z["docs"])
             key_parts.append(z["keys"])
         rec = json.loads((count_dir / f"{name}.json").read_text())
@@ -140,7 +152,7 @@ def _map_params(stage: DecontamStage, inputs: list[str], keep_rejected: bool, on
     """The parameters ``run_map_stage`` records, so that phases 1-2 can prepare OUT first."""
     return {
         "_stage": stage.name,
-        "inputs": [str(Path(i)) for i in inputs],
+        "inputs": [str(as_path(i)) for i in inputs],
         "keep_rejected": keep_rejected,
         "only_sources": only_sources or None,
         **stage.params(),
@@ -190,7 +202,7 @@ def run_decontam(
     t0 = time.perf_counter()
     sets = [load_eval_set(s) for s in specs]
     fp = fingerprint(sets)
-    out = Path(out)
+    out = as_path(out)
     work = out / WORK
     stage = DecontamStage(
         evals=list(evals),
@@ -222,6 +234,9 @@ def run_decontam(
     else:
         index = build_index([(s.spec.name, s.texts) for s in sets], ngram, min_ngram, fp)
         index.save(index_dir)
+    # Ray: the index goes through the object store once (tasks on other machines need no shared filesystem).
+    by_reference = getattr(executor, "name", "local") == "ray"
+    shared_index = executor.share(index) if by_reference else None
     info = dict(index.info)
     info["seconds"] = round(time.perf_counter() - t0, 3)
     log.info(
@@ -236,12 +251,16 @@ def run_decontam(
     # Phase 2: document frequency of every key (one job per shard; counted shards are kept).
     count_dir = work / "count"
     names = [shard_name(i) for i in range(len(files))]
-    jobs = [_CountJob(f, index_dir, count_dir, n, fp) for f, n in zip(files, names) if not _counted(count_dir / f"{n}.json", fp)]
+    jobs = [
+        _CountJob(f, index_dir, count_dir, n, fp, shared_index) for f, n in zip(files, names) if not _counted(count_dir / f"{n}.json", fp)
+    ]
     if jobs:
         executor.map(_count_shard, jobs, labels=[j.name for j in jobs], desc="decontam count", describe=_describe_count)
     ignored, cut_docs, counting = _merge_counts(count_dir, names, freq_limit)
     write_bytes_atomic(work / "ignored.npy", _npy_bytes(ignored))
     write_bytes_atomic(work / "cut_docs.npy", _npy_bytes(cut_docs))
+    if by_reference:
+        stage.shared = (shared_index, executor.share((ignored, cut_docs)))
     log.info(
         "decontam: %s of %s documents hold evaluation n-grams; %s n-gram(s) ignored as too common (in more than %d documents)",
         f"{counting['docs_to_cut']:,}",

@@ -11,15 +11,13 @@ per edge end in scipy's sparse graph (CSR indices and data).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
-from curate.dataset import MapResult
+from curate.dataset import MapResult, as_path, read_parquet
 from curate.schema import with_column
 
 SHARD_SHIFT = 32
@@ -122,8 +120,8 @@ class ApplyClusters:
 
     def _load(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         if self._loaded is None:
-            if self.members and Path(self.members).exists():
-                t = pq.read_table(self.members)
+            if self.members and as_path(self.members).exists():
+                t = read_parquet(as_path(self.members))
                 order = np.argsort(t.column("row").to_numpy(), kind="stable")
                 self._loaded = (
                     t.column("row").to_numpy()[order],

@@ -19,13 +19,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 import xxhash
 
 from curate.dataset import (
     OutputDir,
     iter_tables,
     map_stage_params,
+    open_parquet,
+    read_parquet,
     read_success,
     resolve_inputs,
     run_map_stage,
@@ -130,7 +131,7 @@ def _bucket_job(job: _BucketJob) -> dict[str, Any]:
     if out.exists():
         return {"skipped": 1}
     d = job.work / "hashes" / f"bucket-{job.bucket:03d}"
-    t = pa.concat_tables([pq.read_table(d / f"part-{s:05d}.parquet") for s in range(job.shards)])
+    t = pa.concat_tables([read_parquet(d / f"part-{s:05d}.parquet") for s in range(job.shards)])
     t = t.take(pc.sort_indices(t, sort_keys=[("hi", "ascending"), ("lo", "ascending"), ("rank", "ascending"), ("id", "ascending")]))
     hi, lo = t.column("hi").to_numpy(), t.column("lo").to_numpy()
     n = len(hi)
@@ -183,7 +184,7 @@ def run_exact(
         return read_success(od.path)
     work = od.path / "_work"
     if buckets is None:
-        total = sum(pq.ParquetFile(f).metadata.num_rows for f in files)
+        total = sum(open_parquet(f).metadata.num_rows for f in files)
         buckets = max(1, min(256, math.ceil(total / DOCS_PER_BUCKET)))
     t0 = time.perf_counter()
     jobs = [_HashJob(i, f, work, buckets, stage.priority, stage.normalize) for i, f in enumerate(files)]
@@ -192,10 +193,10 @@ def run_exact(
     executor.map(_bucket_job, bjobs, labels=[f"bucket-{b:03d}" for b in range(buckets)], desc="dedup exact: buckets", unit="bucket")
     clusters_path = od.path / "_clusters.parquet"
     if not clusters_path.exists():
-        dups = pa.concat_tables([pq.read_table(work / "dups" / f"bucket-{b:03d}.parquet") for b in range(buckets)])
+        dups = pa.concat_tables([read_parquet(work / "dups" / f"bucket-{b:03d}.parquet") for b in range(buckets)])
         dups = dups.take(pc.sort_indices(dups, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
         write_clusters(work, od.path, dups, len(files))
-    clusters = pq.read_table(clusters_path)
+    clusters = read_parquet(clusters_path)
     seconds = time.perf_counter() - t0
 
     def finish(merged: dict[str, Any]) -> dict[str, Any]:

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from curate.dataset import (
     OutputDir,
     iter_tables,
     map_stage_params,
+    read_parquet,
     read_success,
     resolve_inputs,
     run_map_stage,
@@ -193,7 +193,7 @@ def _band_job(job: _BandJob) -> dict[str, Any]:
     band_dir = job.work / "bands" / f"band-{job.band:02d}"
     hs, ds = [], []
     for s in range(job.shards):
-        t = pq.read_table(band_dir / f"part-{s:05d}.parquet")
+        t = read_parquet(band_dir / f"part-{s:05d}.parquet")
         hs.append(t.column("hash").to_numpy())
         ds.append(t.column("doc").to_numpy())
     h = np.concatenate(hs) if hs else np.zeros(0, np.uint64)
@@ -218,7 +218,7 @@ def _verify_job(job: _VerifyJob) -> dict[str, Any]:
     out = job.work / "edges" / f"chunk-{job.chunk:05d}.parquet"
     if out.exists():
         return {"skipped": 1}
-    t = pq.read_table(job.work / "pairs" / f"chunk-{job.chunk:05d}.parquet")
+    t = read_parquet(job.work / "pairs" / f"chunk-{job.chunk:05d}.parquet")
     a, b = t.column("a").to_numpy(), t.column("b").to_numpy()
     sigs = SignatureStore(job.work / "signatures")
     shingles = ShingleStore(job.work / "shingles") if job.cfg.verify == "exact" else None
@@ -236,7 +236,7 @@ def _unique_candidates(work: Path, bands: int) -> int:
         return int(json.loads(done.read_text())["chunks"])
     a_all, b_all = [], []
     for band in range(bands):
-        t = pq.read_table(work / "candidates" / f"band-{band:02d}.parquet")
+        t = read_parquet(work / "candidates" / f"band-{band:02d}.parquet")
         a_all.append(t.column("a").to_numpy())
         b_all.append(t.column("b").to_numpy())
     a, b = unique_pairs(np.concatenate(a_all), np.concatenate(b_all))
@@ -254,11 +254,11 @@ def _unique_candidates(work: Path, bands: int) -> int:
 def _components(work: Path, chunks: int, verified: bool) -> pa.Table:
     out = work / "components.parquet"
     if out.exists():
-        return pq.read_table(out)
+        return read_parquet(out)
     a_all, b_all = [], []
     for c in range(chunks):
         f = work / ("edges" if verified else "pairs") / f"chunk-{c:05d}.parquet"
-        t = pq.read_table(f, columns=["a", "b"])
+        t = read_parquet(f, columns=["a", "b"])
         a_all.append(t.column("a").to_numpy())
         b_all.append(t.column("b").to_numpy())
     a, b = np.concatenate(a_all), np.concatenate(b_all)
@@ -277,7 +277,7 @@ def _members(work: Path, comps: pa.Table, shards: int) -> pa.Table:
     parts = []
     for s in np.unique(sh):
         m = sh == s
-        meta = pq.read_table(work / "signatures" / f"part-{int(s):05d}.parquet", columns=["id", "source", "rank", "length"])
+        meta = read_parquet(work / "signatures" / f"part-{int(s):05d}.parquet", columns=["id", "source", "rank", "length"])
         rows = row_of(keys[m])
         sub = meta.take(pa.array(rows))
         parts.append(sub.append_column("doc", pa.array(keys[m])).append_column("component", pa.array(comp[m])))
@@ -356,7 +356,7 @@ def run_fuzzy(
     if not clusters_path.exists():
         clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
         write_clusters(work, od.path, clusters, len(files))
-    clusters = pq.read_table(clusters_path)
+    clusters = read_parquet(clusters_path)
     timings["clusters"] = time.perf_counter() - t
 
     import json

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
+from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
 from curate.dedup.minhash import exact_jaccard
 
@@ -62,16 +63,17 @@ def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 class SignatureStore:
     """Signatures of every input shard, memory-mapped from ``_work/signatures/*.sig.npy``.
 
-    Worker processes share the page cache instead of each loading all signatures.
+    Worker processes share the page cache instead of each loading all signatures (on an
+    object store each shard's file is read into memory once per store).
     """
 
     def __init__(self, sig_dir: Path) -> None:
-        self.dir = Path(sig_dir)
+        self.dir = as_path(sig_dir)
         self._maps: dict[int, np.ndarray] = {}
 
     def _shard(self, s: int) -> np.ndarray:
         if s not in self._maps:
-            self._maps[s] = np.load(self.dir / f"part-{s:05d}.sig.npy", mmap_mode="r")
+            self._maps[s] = np_load(self.dir / f"part-{s:05d}.sig.npy")
         return self._maps[s]
 
     def get(self, keys: np.ndarray) -> np.ndarray:
@@ -89,15 +91,15 @@ class ShingleStore:
     """Sorted unique shingle hashes per document (for ``--verify exact``), memory-mapped."""
 
     def __init__(self, dir_: Path) -> None:
-        self.dir = Path(dir_)
+        self.dir = as_path(dir_)
         self._maps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
     def get(self, key: int) -> np.ndarray:
         s, r = int(key) >> 32, int(key) & 0xFFFFFFFF
         if s not in self._maps:
             self._maps[s] = (
-                np.load(self.dir / f"part-{s:05d}.npy", mmap_mode="r"),
-                np.load(self.dir / f"part-{s:05d}.off.npy", mmap_mode="r"),
+                np_load(self.dir / f"part-{s:05d}.npy"),
+                np_load(self.dir / f"part-{s:05d}.off.npy"),
             )
         flat, off = self._maps[s]
         return np.asarray(flat[off[r] : off[r + 1]])

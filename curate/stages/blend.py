@@ -31,6 +31,7 @@ import numpy as np
 
 from curate import __version__, megatron
 from curate.config import check_keys, load_yaml
+from curate.dataset import as_path
 from curate.errors import CurateError
 
 log = logging.getLogger("curate")
@@ -180,7 +181,7 @@ class SourceInfo:
 def _stats_tokenizer(prefix: str) -> dict[str, Any] | None:
     import json
 
-    p = Path(f"{prefix}.stats.json")
+    p = as_path(f"{prefix}.stats.json")
     try:
         return json.loads(p.read_text()).get("tokenizer")
     except (OSError, ValueError):
@@ -230,7 +231,7 @@ def resolve_sources(
             if spec.only_sources:
                 raise CurateError(f"{where}: only_sources applies to dataset directories, and {p} is a tokenized prefix")
             infos.append(inspect_prefix(spec, p, where))
-        elif Path(p).is_dir():
+        elif as_path(p).is_dir():
             prefix = out / "sources" / source_slug(spec.name)
             log.info("blend: tokenizing %s (%s) into %s", spec.name, p, prefix)
             try:
@@ -498,7 +499,7 @@ def data_path_string(rows: list[BlendRow]) -> str:
     """Megatron's ``--data-path`` value: ``w1 prefix1 w2 prefix2 ...`` (absolute prefixes)."""
     parts = []
     for r in rows:
-        prefix = str(Path(r.prefix).resolve())
+        prefix = str(as_path(r.prefix).resolve())
         if any(ch.isspace() for ch in prefix):
             raise CurateError(f"{prefix}: Megatron's --data-path cannot hold a path with spaces")
         parts += [_fmt_weight(r.weight), prefix]
@@ -542,11 +543,14 @@ def blend(
     if mode not in ("corpus", "megatron-args"):
         raise CurateError(f"--mode must be corpus or megatron-args, got {mode!r}")
     cfg = load_config(config_path)
-    out = Path(out)
+    out = as_path(out)
     if out.exists() and not out.is_dir():
         raise CurateError(f"{out}: exists and is not a directory")
     out.mkdir(parents=True, exist_ok=True)
     (out / "_SUCCESS").unlink(missing_ok=True)
+    if isinstance(out, Path):  # temporary files of a run killed while writing the blend
+        for stale in out.glob(".*.tmp.*"):
+            stale.unlink(missing_ok=True)
     seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else DEFAULT_SEED)
     max_ep = max_epochs if max_epochs is not None else (cfg.max_epochs if cfg.max_epochs is not None else DEFAULT_MAX_EPOCHS)
     budget = total_tokens if total_tokens is not None else cfg.total_tokens
@@ -581,7 +585,7 @@ def blend(
             "per_source": per_source,
             "seed": seed,
         }
-        write_json_atomic(Path(f"{prefix}.stats.json"), stats)
+        write_json_atomic(as_path(f"{prefix}.stats.json"), stats)
         record.update({"prefix": str(prefix), **counts})
     else:
         dp = data_path_string(rows)

@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from curate.dataset import MapResult
 from curate.schema import BASE_FIELDS, with_column
+from curate.stages.textcol import repair_utf8
 
 _TEXT_FIELD = BASE_FIELDS[1]
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]")  # as ftfy's remove_control_chars, plus the BOM
@@ -74,6 +75,7 @@ class CleanStage:
         return text.strip(), fixed
 
     def __call__(self, table: pa.Table) -> MapResult:
+        table, repaired = repair_utf8(table)  # bytes that are not UTF-8 become U+FFFD (counted), never a crash
         texts = table.column("text").to_pylist()
         out: list[str] = []
         keep: list[bool] = []
@@ -89,4 +91,7 @@ class CleanStage:
         kept = cleaned.filter(mask)
         rejected = cleaned.filter(pc.invert(mask))
         rejected = rejected.append_column("reason", pa.array(["empty"] * rejected.num_rows, pa.string()))
-        return MapResult(kept, rejected, {"ftfy_fixed": fixed, "changed": changed})
+        counters: dict[str, Any] = {"ftfy_fixed": fixed, "changed": changed}
+        if repaired:
+            counters["invalid_utf8_repaired"] = repaired
+        return MapResult(kept, rejected, counters)

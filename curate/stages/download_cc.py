@@ -9,11 +9,16 @@ An interrupted file resumes with ``Range: bytes=<have>-``; connection errors, ti
 HTTP 5xx/408/429 are retried with exponential backoff a bounded number of times; a 404
 (or any other 4xx) and a size that does not match the announced one fail that file while
 the others complete. Downloads are I/O-bound, so they run in threads (``workers``).
+
+Untrusted servers: only ``http``/``https`` URLs are fetched, redirects included (at most
+``max_redirects``, never from https down to http); TLS certificates are always verified
+(``ca_bundle`` adds a private CA; nothing turns verification off, and a failed verification
+is not retried); a file larger than ``max_file_bytes`` (announced or received) fails; a
+connection that sends nothing for ``read_timeout`` seconds is dropped and the file resumed.
 """
 
 from __future__ import annotations
 
-import gzip
 import json
 import logging
 import os
@@ -22,10 +27,12 @@ import random
 import re
 import threading
 import time
+import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+from urllib.parse import urljoin, urlsplit
 
 import requests
 
@@ -50,6 +57,9 @@ class RetryPolicy:
     max_wait: float = 60.0
     connect_timeout: float = 15.0
     read_timeout: float = 60.0
+    max_redirects: int = 5
+    max_file_bytes: int = 20 << 30
+    ca_bundle: str | None = None  # a PEM file of extra trusted CAs (requests' verify=PATH); None: the default store
 
     def delay(self, attempt: int) -> float:
         return min(self.max_wait, self.wait * (2 ** max(0, attempt - 1)))
@@ -125,12 +135,20 @@ def check_listing_path(line: str, where: str) -> str:
     return str(PurePosixPath(line))
 
 
+MAX_LISTING_BYTES = 1 << 30  # a real warc.paths.gz inflates to ~12 MB (80,000 lines)
+
+
 def parse_listing(data: bytes, where: str) -> list[str]:
     """The paths of a ``warc.paths.gz`` body (gzip or plain text), each checked."""
     if data[:2] == b"\x1f\x8b":
         try:
-            data = gzip.decompress(data)
-        except (OSError, EOFError) as exc:
+            d = zlib.decompressobj(31)
+            data = d.decompress(data, MAX_LISTING_BYTES + 1)
+            if len(data) > MAX_LISTING_BYTES:
+                raise CurateError(f"{where}: inflates past {MAX_LISTING_BYTES:,} bytes; not a WARC listing (a decompression bomb?)")
+            if not d.eof:
+                raise EOFError("truncated gzip data")
+        except (OSError, EOFError, zlib.error) as exc:
             raise CurateError(f"{where}: not a readable gzip file ({exc})") from exc
     try:
         text = data.decode("utf-8")
@@ -219,7 +237,9 @@ def fetch_file(
         have = part.stat().st_size if part.exists() else 0
         headers = {"Range": f"bytes={have}-"} if have else {}
         try:
-            with session.get(url, headers=headers, stream=True, timeout=(policy.connect_timeout, policy.read_timeout)) as r:
+            # verify= per request: a session-level CA bundle would lose to REQUESTS_CA_BUNDLE in requests' merge
+            timeout = (policy.connect_timeout, policy.read_timeout)
+            with session.get(url, headers=headers, stream=True, timeout=timeout, verify=session.verify) as r:
                 code = r.status_code
                 if code == 416 and have:
                     _, total = _parse_content_range(r.headers.get("Content-Range"))
@@ -243,6 +263,9 @@ def fetch_file(
                 else:
                     total = _int_header(r.headers.get("Content-Length"))
                     have, mode = 0, "wb"  # a 200 is the whole file, whatever we asked for
+                if total is not None and total > policy.max_file_bytes:
+                    part.unlink(missing_ok=True)
+                    raise _Fatal(f"the server announces {total:,} bytes, more than --max-file-bytes {policy.max_file_bytes:,}")
                 if total is not None:
                     if expected is None:
                         expected = total
@@ -257,7 +280,13 @@ def fetch_file(
                 # is checked below rather than by urllib3, which would drop the last partial chunk.
                 r.raw.enforce_content_length = False
                 with open(part, mode) as fh:
+                    got = have
                     for chunk in r.iter_content(CHUNK):
+                        got += len(chunk)
+                        if got > policy.max_file_bytes:  # a server that announces nothing, or lies
+                            fh.close()
+                            part.unlink(missing_ok=True)
+                            raise _Fatal(f"more than --max-file-bytes {policy.max_file_bytes:,} bytes received")
                         fh.write(chunk)
                         if on_bytes:
                             on_bytes(len(chunk))
@@ -271,6 +300,12 @@ def fetch_file(
             return FileResult(label, "downloaded", size, attempts, resumed_from, time.monotonic() - t0)
         except _Fatal as exc:
             return FileResult(label, "failed", 0, attempts, resumed_from, time.monotonic() - t0, f"{exc} ({url})")
+        except requests.exceptions.SSLError as exc:  # a certificate problem does not go away by retrying
+            why = "TLS certificate verification failed" if "CERTIFICATE_VERIFY_FAILED" in str(exc) else f"TLS error: {_short(exc)}"
+            hint = (
+                "; pass --ca-bundle PEM for a server with a private CA" if policy.ca_bundle is None else f" (CA bundle {policy.ca_bundle})"
+            )
+            return FileResult(label, "failed", 0, attempts, resumed_from, time.monotonic() - t0, f"{why}{hint} ({url})")
         except (_Transient, requests.ConnectionError, requests.Timeout, requests.exceptions.ChunkedEncodingError) as exc:
             msg = _short(exc)
             if attempts > policy.retries:
@@ -363,16 +398,45 @@ def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
-def _session() -> requests.Session:
-    s = requests.Session()
+class _Session(requests.Session):
+    """A session that follows only http(s) redirects, never from https down to http."""
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        target = super().get_redirect_target(resp)
+        if target:
+            url = urljoin(resp.url, target)
+            scheme = urlsplit(url).scheme.lower()
+            if scheme not in ("http", "https"):
+                raise _Fatal(f"redirected to {url[:200]!r}: only http and https URLs are followed")
+            if urlsplit(resp.url).scheme.lower() == "https" and scheme == "http":
+                raise _Fatal(f"redirected from https to plain http ({url[:200]}); refused")
+        return target
+
+
+def _session(policy: RetryPolicy | None = None) -> requests.Session:
+    policy = policy or RetryPolicy()
+    s = _Session()
     s.headers["User-Agent"] = _USER_AGENT
     s.headers["Accept-Encoding"] = "identity"  # byte ranges must address the file, not a re-encoding
+    s.max_redirects = policy.max_redirects
+    s.verify = policy.ca_bundle if policy.ca_bundle else True  # a path is never overridden by REQUESTS_CA_BUNDLE
     return s
+
+
+def check_ca_bundle(path: str | None) -> str | None:
+    """``--ca-bundle``: an existing PEM file, as an absolute path."""
+    if path is None:
+        return None
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise CurateError(f"--ca-bundle {path}: no such file (a PEM file of CA certificates)")
+    return str(p.resolve())
 
 
 def fetch_bytes(url: str, policy: RetryPolicy, dest: Path) -> bytes:
     """A small file (the listing) through the same resumable path; CurateError if it fails."""
-    res = fetch_file(_session(), url, dest, policy, label=url)
+    small = RetryPolicy(**{**asdict(policy), "max_file_bytes": min(policy.max_file_bytes, 256 << 20)})
+    res = fetch_file(_session(policy), url, dest, small, label=url)
     if res.status == "failed":
         raise CurateError(f"cannot download the listing {url}: {res.error}")
     return dest.read_bytes()
@@ -393,6 +457,9 @@ def download_cc(
     Raises CurateError naming the files that failed, after every other file finished.
     """
     policy = policy or RetryPolicy()
+    policy.ca_bundle = check_ca_bundle(policy.ca_bundle)
+    if policy.max_redirects < 0 or policy.max_file_bytes < 1:
+        raise CurateError("--max-redirects must be at least 0 and --max-file-bytes at least 1")
     base = check_base_url(base_url)
     check_snapshot(snapshot)
     if workers < 1:
@@ -419,7 +486,7 @@ def download_cc(
         work.put(i)
 
     def worker() -> None:
-        session = _session()
+        session = _session(policy)
         while True:
             try:
                 i = work.get_nowait()

@@ -11,8 +11,14 @@ WARC-Record-ID as ``id`` and the WARC date and content type in ``meta``.
 Every other record is counted: non-``response`` records (requests, metadata) under
 ``counters.records``; responses that are not documents under a reason (``not_200``,
 ``not_html``, ``too_large``, ``binary``, ``decode_error``, ``bad_http``, ``empty``,
-``timeout``, ``extractor_error``, ``extractor_crash``, and for damaged files ``truncated``,
-``bad_length``, ``corrupt``).
+``timeout``, ``extractor_error``, ``extractor_crash``, ``record_error`` (anything else that
+failed on one record), and for damaged files ``truncated``,
+``bad_length``, ``corrupt``, ``decompression_bomb``).
+
+Limits. A gzip member (one record) may inflate to ``CURATE_MAX_DECOMPRESSED_BYTES`` (4 GiB):
+past that it is a ``decompression_bomb`` and the reader skips to the next member; a record
+whose header declares more than that is ``too_large`` and not inflated at all. Memory is
+bounded either way (decompression in 1 MB steps; bodies read up to ``max_html_bytes``).
 
 Damaged files. FastWARC stops at the first gzip error or bad WARC header and ends silently
 on a truncated file, so each read pass is checked: a record is confirmed when the next one
@@ -33,7 +39,6 @@ from __future__ import annotations
 
 import atexit
 import codecs
-import glob
 import json
 import logging
 import os
@@ -51,8 +56,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from curate.dataset import FileBatch, run_file_stage
+from curate.dataset import FileBatch, as_path, glob_paths, open_input, run_file_stage
 from curate.errors import CurateError
+from curate.limits import max_decompressed_bytes
 from curate.schema import BASE_SCHEMA, rejected_schema
 from curate.stages.extractors import extractor_function
 
@@ -65,6 +71,7 @@ BATCH_RECORDS = 512
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
 _SNIFF_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
 _CTRL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
+_CHARSET_LABEL = re.compile(r"[a-z0-9_.:\-]{1,40}")
 _REJECTED_SCHEMA = rejected_schema(BASE_SCHEMA)
 
 
@@ -183,6 +190,8 @@ def _codec(name: str | None) -> str | None:
     if not name:
         return None
     label = name.strip().strip("\"'").lower()
+    if not _CHARSET_LABEL.fullmatch(label):  # a header from a stranger: "utf\x008" made codecs.lookup raise ValueError
+        return None
     if label in ("latin1", "latin-1", "iso-8859-1", "iso8859-1", "us-ascii", "ascii", "l1"):
         label = "cp1252"
     try:
@@ -263,24 +272,37 @@ class RawRecord:
     damaged: str | None = None  # short body / read error: truncated, bad_length or corrupt
 
 
-def _member(fh: Any, offset: int) -> tuple[str, int, int, bytes]:
-    """Decompress the gzip member at ``offset``: (``ok``|``eof``|``corrupt``, end offset, size, first 64 kB)."""
+def _member(fh: Any, offset: int, limit: int | None = None) -> tuple[str, int, int, bytes]:
+    """Decompress the gzip member at ``offset``: (``ok``|``eof``|``corrupt``|``bomb``, end offset, size, first 64 kB).
+
+    Memory stays bounded (at most 1 MB of output per call; deflate inflates up to 1,032:1),
+    and a member that inflates past ``limit`` (default ``CURATE_MAX_DECOMPRESSED_BYTES``) is
+    a ``bomb``: its end is not looked for.
+    """
+    limit = limit if limit is not None else max_decompressed_bytes()
     fh.seek(offset)
     d = zlib.decompressobj(31)
     size, head, pos = 0, b"", offset
     while True:
-        chunk = fh.read(1 << 20)
+        chunk = fh.read(1 << 16)
         if not chunk:
             return "eof", pos, size, head
-        try:
-            out = d.decompress(chunk)
-        except zlib.error:
-            return "corrupt", pos, size, head
-        size += len(out)
-        if len(head) < 65536:
-            head += out[: 65536 - len(head)]
-        if d.eof:
-            return "ok", pos + len(chunk) - len(d.unused_data), size, head
+        data = chunk
+        while True:
+            try:
+                out = d.decompress(data, 1 << 20)
+            except zlib.error:
+                return "corrupt", pos, size, head
+            size += len(out)
+            if len(head) < 65536:
+                head += out[: 65536 - len(head)]
+            if d.eof:
+                return "ok", pos + len(chunk) - len(d.unused_data), size, head
+            if size > limit:
+                return "bomb", pos, size, head
+            data = d.unconsumed_tail
+            if not data:
+                break
         pos += len(chunk)
 
 
@@ -291,8 +313,8 @@ def _member_length_ok(size: int, head: bytes) -> bool:
     return bool(m) and end + 4 + int(m.group(1)) + 4 == size
 
 
-def _next_member(fh: Any, start: int, file_size: int) -> int | None:
-    """Offset of the first complete gzip member at or after ``start`` that holds a WARC record."""
+def _next_member(fh: Any, start: int, file_size: int, limit: int | None = None) -> int | None:
+    """Offset of the first complete gzip member at or after ``start`` that holds a WARC record (and is no bomb)."""
     pos = start
     while pos < file_size:
         fh.seek(pos)
@@ -301,7 +323,7 @@ def _next_member(fh: Any, start: int, file_size: int) -> int | None:
             return None
         i = block.find(b"\x1f\x8b\x08")
         while i >= 0:
-            state, _, _, head = _member(fh, pos + i)
+            state, _, _, head = _member(fh, pos + i, limit)
             if state == "ok" and head.startswith(b"WARC/"):
                 return pos + i
             i = block.find(b"\x1f\x8b\x08", i + 1)
@@ -329,6 +351,7 @@ class WarcReader:
     def __init__(self, path: Path, max_body: int, counters: dict[str, Any]) -> None:
         self.path = path
         self.max_body = max_body
+        self.member_cap = max_decompressed_bytes()  # the most one gzip member (one record) may inflate to
         self.counters = counters
 
     def _count(self, key: str, n: int = 1) -> None:
@@ -382,19 +405,28 @@ class WarcReader:
         from fastwarc.warc import ArchiveIterator
 
         size = self.path.stat().st_size
-        with open(self.path, "rb") as fh:
+        with open_input(self.path) as fh:  # a local file, or an fsspec file object (s3://...): fastwarc reads both
             gz = fh.read(2) == b"\x1f\x8b"
             start = 0
             while start < size:
                 fh.seek(start)
                 pending: RawRecord | None = None
                 error: str | None = None
+                oversize = False
                 try:
                     for rec in ArchiveIterator(fh, parse_http=False):
                         if pending is not None:
                             yield pending  # confirmed: the next record's header parsed
                         rtype = rec.record_type
                         pending = RawRecord(offset=rec.stream_pos, rtype=str(getattr(rtype, "name", rtype)))
+                        if gz and rec.content_length > self.member_cap:
+                            # declared larger than a gzip member may inflate: fastwarc would inflate it all to
+                            # skip it, so the reader jumps to the next member instead (too_large)
+                            pending.reason, pending.length, oversize = "too_large", rec.content_length, True
+                            recs = self.counters.setdefault("records", {})
+                            recs[pending.rtype] = recs.get(pending.rtype, 0) + 1
+                            self._count("records_over_member_cap")
+                            break
                         try:
                             self._read(rec, pending)
                         except OSError as exc:
@@ -404,18 +436,25 @@ class WarcReader:
                             break
                 except OSError as exc:
                     error = str(exc) or type(exc).__name__
-                start = yield from self._after_pass(fh, pending, error, start, size, gz)
+                start = yield from self._after_pass(fh, pending, error, start, size, gz, oversize)
 
-    def _after_pass(self, fh: Any, last: RawRecord | None, error: str | None, start: int, size: int, gz: bool) -> Iterator[RawRecord]:
+    def _after_pass(
+        self, fh: Any, last: RawRecord | None, error: str | None, start: int, size: int, gz: bool, oversize: bool = False
+    ) -> Iterator[RawRecord]:
         """Judge the pass's last record, report damage, and return where to read on (``size``: done)."""
         resume = start + 1 if last is None else last.offset + 1
         if last is not None:
-            if gz:
-                state, end, dsize, head = _member(fh, last.offset)
+            if oversize:
+                pass  # not inflated: the next member is looked for below
+            elif gz:
+                state, end, dsize, head = _member(fh, last.offset, self.member_cap)
                 if state == "ok":
                     resume = end
                     if last.damaged == "short" or not _member_length_ok(dsize, head):
                         last.damaged = "bad_length"
+                elif state == "bomb":
+                    last.damaged = "decompression_bomb"
+                    self._count("decompression_bomb")
                 else:
                     last.damaged = "truncated" if state == "eof" else "corrupt"
             elif last.damaged == "short":
@@ -425,14 +464,14 @@ class WarcReader:
             if last.damaged:
                 self._damaged(last)
             yield last
-        if error is None and (not gz or resume >= size):
+        if error is None and (not gz or resume >= size) and not oversize:
             if last is not None and last.damaged == "truncated":
                 self._count("truncated")
             return size
         if last is not None and last.damaged == "truncated":
             self._count("truncated")
             return size
-        nxt = _next_member(fh, resume, size) if gz else _next_plain_record(fh, resume, size)
+        nxt = _next_member(fh, resume, size, self.member_cap) if gz else _next_plain_record(fh, resume, size)
         if error is not None:
             kind = "corrupt_gzip" if gz and re.search(r"gzip|deflate|decompress|zlib|data error", error, re.I) else "bad_warc_header"
             self._count(kind)
@@ -443,7 +482,7 @@ class WarcReader:
             if last is None and start == 0:
                 self._count("unreadable")
                 log.warning("extract: %s: no WARC record could be read", self.path)
-            elif error is None:
+            elif error is None and not oversize and (last is None or last.damaged != "decompression_bomb"):
                 self._count("truncated")
                 log.warning("extract: %s: the last %d byte(s) are not a complete WARC record (truncated file?)", self.path, size - resume)
             return size
@@ -456,6 +495,8 @@ class WarcReader:
             "truncated": "is cut off by the end of the file (truncated); kept the records before it",
             "bad_length": "has a Content-Length that does not match its data (bad_length)",
             "corrupt": "is in a corrupt gzip member (corrupt)",
+            "decompression_bomb": f"is in a gzip member that inflates past {self.member_cap:,} bytes "
+            "(decompression_bomb; CURATE_MAX_DECOMPRESSED_BYTES); skipped to the next record",
         }.get(raw.damaged or "", raw.damaged)
         log.warning("extract: %s: the %s record at byte %d %s", self.path, raw.rtype, raw.offset, what)
 
@@ -471,7 +512,7 @@ def find_warc_files(inputs: list[str]) -> list[Path]:
     """
     out: list[Path] = []
     for raw in inputs:
-        p = Path(raw)
+        p = as_path(raw)
         if p.is_dir():
             found = sorted(
                 f
@@ -488,7 +529,7 @@ def find_warc_files(inputs: list[str]) -> list[Path]:
                 raise CurateError(f"{p}: not a WARC file (expected {' or '.join(WARC_SUFFIXES)})")
             out.append(p)
         elif any(ch in raw for ch in "*?["):
-            found = sorted(Path(f) for f in glob.glob(raw, recursive=True) if f.endswith(WARC_SUFFIXES) and Path(f).is_file())
+            found = [f for f in glob_paths(raw) if f.name.endswith(WARC_SUFFIXES) and f.is_file()]
             if not found:
                 raise CurateError(f"{raw}: no WARC files match")
             out.extend(found)
@@ -570,6 +611,7 @@ class ExtractStage:
                 source=source,
             )
 
+        seen_ids: set[str] = set()
         for raw in WarcReader(path, self.max_html_bytes, counters):
             if raw.rtype != "response":
                 continue
@@ -579,11 +621,23 @@ class ExtractStage:
             reason = raw.damaged or raw.reason
             text = ""
             if reason is None:
-                text, reason = self._document(raw, meta, clean, counters)
+                try:
+                    text, reason = self._document(raw, meta, clean, counters)
+                except CurateError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - one record from a stranger must never stop the file
+                    log.warning("extract: %s: the record at byte %d failed (%s: %s), skipped (record_error)", label, raw.offset,
+                                type(exc).__name__, exc)  # fmt: skip
+                    text, reason = "", "record_error"
             if reason is not None:
                 meta.update(status=raw.status, length=raw.length)
+            rid = raw.record_id or f"{label}@{raw.offset}"
+            if rid in seen_ids:  # a WARC file from elsewhere may repeat a record id: ids must stay unique
+                counters["duplicate_record_id"] = counters.get("duplicate_record_id", 0) + 1
+                rid = f"{rid}@{raw.offset}"
+            seen_ids.add(rid)
             doc = {
-                "id": raw.record_id or f"{label}@{raw.offset}",
+                "id": rid,
                 "text": text,
                 "source": source,
                 "url": raw.url,
@@ -656,7 +710,7 @@ def run_extract(
     for f in files:
         source_for(f, stage.source)  # fail early, naming the file, when a snapshot cannot be told
     params = {
-        "inputs": [str(Path(i)) for i in inputs],
+        "inputs": [str(as_path(i)) for i in inputs],
         "files": len(files),
         "files_sha1": files_digest(files),
         **stage.params(),

@@ -8,12 +8,20 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 import struct
 import sys
 
 from curate.errors import CurateError
 
 EXTRACTORS = ("resiliparse", "trafilatura", "justext")
+#: Characters lxml refuses ("All strings must be XML compatible"): C0 controls, surrogates, U+FFFE/U+FFFF.
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(html: str) -> str:
+    """``html`` without the characters lxml-based extractors raise on (they carry no text anyway)."""
+    return _XML_INVALID.sub("", html) if _XML_INVALID.search(html) else html
 
 
 def extract_resiliparse(html: str) -> str:
@@ -28,13 +36,16 @@ def extract_trafilatura(html: str) -> str:
     import trafilatura
 
     logging.getLogger("trafilatura").setLevel(logging.ERROR)
-    return trafilatura.extract(html, include_comments=False, include_tables=True, deduplicate=False) or ""
+    return trafilatura.extract(xml_safe(html), include_comments=False, include_tables=True, deduplicate=False) or ""
 
 
 def extract_justext(html: str) -> str:
     """Non-boilerplate paragraphs with jusText's English stoplist (as in the MT-NLG recipe)."""
     import justext
 
+    html = xml_safe(html)
+    if not html.strip():
+        return ""  # lxml raises "Document is empty" on it
     paragraphs = justext.justext(html, _justext_stoplist())
     return "\n\n".join(p.text for p in paragraphs if not p.is_boilerplate)
 

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from curate import megatron
+from curate.dataset import as_path
 from curate.errors import CurateError
 
 
@@ -21,7 +21,7 @@ def _strip_suffix(prefix: str) -> str:
 
 def _stats(prefix: str) -> dict[str, Any] | None:
     try:
-        return json.loads(Path(f"{prefix}.stats.json").read_text())
+        return json.loads(as_path(f"{prefix}.stats.json").read_text())
     except (OSError, ValueError):
         return None
 
@@ -30,7 +30,7 @@ def inspect_lines(prefix: str, doc: int | None = None, tokenizer: str | None = N
     """The lines ``curate inspect`` prints."""
     prefix = _strip_suffix(str(prefix))
     if not megatron.exists(prefix):
-        p = Path(prefix)
+        p = as_path(prefix)
         if p.is_dir():
             found = sorted(f.name[:-4] for f in p.glob("*.idx"))
             hint = f"; prefixes there: {', '.join(str(p / f) for f in found[:5])}" if found else ""

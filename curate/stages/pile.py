@@ -17,16 +17,19 @@ import json
 import logging
 import os
 import re
+import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
 from curate.errors import CurateError
+from curate.limits import CappedReader, DecompressionLimit, bomb_message, decompressed_limit
 
 log = logging.getLogger("curate")
 
@@ -82,8 +85,15 @@ class Record:
 
 
 def find_files(spec: str) -> tuple[list[Path], Path]:
-    """The data files a local ``--dataset`` names (file, directory or glob), and their root."""
-    p = Path(spec)
+    """The data files a local ``--dataset`` names (file, directory or glob, or an fsspec URL of one), and their root."""
+    from curate.dataset import RemotePath, as_path, glob_paths
+
+    p = as_path(spec)
+    if isinstance(p, RemotePath) and any(ch in spec for ch in "*?["):
+        matches = [f for f in glob_paths(spec) if f.is_file()]
+        if matches:
+            return matches, RemotePath(f"{p.protocol}://{os.path.commonpath([m.parent.path for m in matches])}")
+        raise CurateError(f"{spec}: no such file or directory")
     if p.is_file():
         return [p], p.parent
     if p.is_dir():
@@ -98,8 +108,10 @@ def find_files(spec: str) -> tuple[list[Path], Path]:
 
 
 def is_local(spec: str) -> bool:
-    """Whether ``--dataset`` names local files (else it is a hub name)."""
-    return Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
+    """Whether ``--dataset`` names local files or an fsspec URL (else it is a hub name)."""
+    from curate.dataset import is_url
+
+    return is_url(spec) or Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
 
 
 class ZstdFrames(io.RawIOBase):
@@ -108,13 +120,20 @@ class ZstdFrames(io.RawIOBase):
     ``zstandard``'s stream reader returns short data without an error when the last frame
     is cut off; this reader tracks frame ends, so a truncated download is never taken for
     a complete file. Checksums in the frames are verified by the decompressor.
+
+    Memory is bounded whatever the input: ``decompress`` returns everything a piece of input
+    inflates to, and zstd inflates up to ~32,000:1, so the input is fed ``FEED`` bytes at a
+    time (at most ~32 MB out per call; a 1 MB chunk of a bomb would give 32 GB).
     """
+
+    FEED = 1024
 
     def __init__(self, raw: BinaryIO, chunk: int = 1 << 20) -> None:
         self.raw, self.chunk = raw, chunk
         self.dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
         self.dobj = self.dctx.decompressobj()
-        self.buf = b""
+        self.pending = memoryview(b"")  # compressed input not yet fed
+        self.out = memoryview(b"")  # decompressed output not yet read
         self.in_frame = False
         self.done = False
 
@@ -122,28 +141,30 @@ class ZstdFrames(io.RawIOBase):
         return True
 
     def _fill(self) -> None:
-        while not self.buf and not self.done:
-            data = self.raw.read(self.chunk)
-            if not data:
-                if self.in_frame:
-                    raise EOFError("truncated zstd stream (the last frame is incomplete)")
-                self.done = True
-                return
-            while data:
-                self.in_frame = True
-                self.buf += self.dobj.decompress(data)
-                if self.dobj.eof:
-                    data = self.dobj.unused_data
-                    self.dobj = self.dctx.decompressobj()
-                    self.in_frame = False
-                else:
-                    data = b""
+        while not self.out and not self.done:
+            if not self.pending:
+                data = self.raw.read(self.chunk)
+                if not data:
+                    if self.in_frame:
+                        raise EOFError("truncated zstd stream (the last frame is incomplete)")
+                    self.done = True
+                    return
+                self.pending = memoryview(data)
+            piece = self.pending[: self.FEED]
+            self.in_frame = True
+            self.out = memoryview(self.dobj.decompress(piece))
+            if self.dobj.eof:  # a frame ended inside ``piece``: the rest of it starts the next frame
+                self.pending = self.pending[len(piece) - len(self.dobj.unused_data) :]
+                self.dobj = self.dctx.decompressobj()
+                self.in_frame = False
+            else:
+                self.pending = self.pending[len(piece) :]
 
     def readinto(self, b: Any) -> int:
         self._fill()
-        n = min(len(b), len(self.buf))
-        b[:n] = self.buf[:n]
-        self.buf = self.buf[n:]
+        n = min(len(b), len(self.out))
+        b[:n] = self.out[:n]
+        self.out = self.out[n:]
         return n
 
     def close(self) -> None:
@@ -151,14 +172,27 @@ class ZstdFrames(io.RawIOBase):
         super().close()
 
 
+def _compressed_size(path: Path) -> int | None:
+    try:
+        return path.stat().st_size
+    except (OSError, CurateError):
+        return None
+
+
 def _open_binary(path: Path) -> BinaryIO:
-    raw = open(path, "rb")  # noqa: SIM115 - closed by the caller through the wrapper
+    """The file's bytes, decompressed (``.zst``, ``.gz``) with bounded memory and a cap on the total (``curate.limits``)."""
+    from curate.dataset import open_input
+
+    raw = open_input(path)  # closed by the caller through the wrapper
     name = path.name
     if name.endswith(".zst"):
-        return io.BufferedReader(ZstdFrames(raw), buffer_size=1 << 20)  # type: ignore[return-value]
-    if name.endswith(".gz"):
-        return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
-    return raw
+        inner: Any = ZstdFrames(raw)
+    elif name.endswith(".gz"):
+        inner = gzip.GzipFile(fileobj=raw, mode="rb")
+    else:
+        return raw
+    capped = CappedReader(inner, decompressed_limit(_compressed_size(path)), also_close=raw)
+    return io.BufferedReader(capped, buffer_size=1 << 20)  # type: ignore[return-value]
 
 
 def _lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
@@ -179,14 +213,32 @@ def _lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
         yield lineno, line
 
 
-def _doc(text: Any, meta: Any, rid: str, source: str, url: Any = None) -> dict[str, Any]:
-    return {
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _valid(s: str) -> str:
+    """``s`` made encodable as UTF-8: JSON escapes such as ``"\\ud800"`` give lone surrogates, which become U+FFFD."""
+    return s if s.isascii() or not _SURROGATE.search(s) else _SURROGATE.sub("\ufffd", s)
+
+
+def _doc(text: Any, meta: Any, rid: str, source: str, url: Any = None, counters: Counter | None = None) -> dict[str, Any]:
+    doc = {
         "id": rid,
         "text": text,
         "source": source,
         "url": url if isinstance(url, str) else None,
         "meta": json.dumps(meta, ensure_ascii=False, sort_keys=True) if meta is not None else None,
     }
+    repaired = False
+    for key in ("text", "url", "meta"):
+        value = doc[key]
+        if isinstance(value, str) and not value.isascii():
+            fixed = _valid(value)
+            if fixed is not value:
+                doc[key], repaired = fixed, True
+    if repaired and counters is not None:
+        counters["invalid_utf8_repaired"] += 1
+    return doc
 
 
 def _subset_of(meta: Any) -> str | None:
@@ -242,25 +294,55 @@ def read_jsonl_file(path: Path, rel: str, counters: Counter, max_line_bytes: int
                     continue
                 good += 1
                 meta = row.get("meta")
-                yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
-    except (zstandard.ZstdError, OSError, EOFError, gzip.BadGzipFile) as exc:
+                yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+    except DecompressionLimit as exc:
+        raise CurateError(bomb_message(path, exc.limit)) from exc
+    except (zstandard.ZstdError, OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
         raise CurateError(f"{path}: cannot read compressed data ({type(exc).__name__}: {exc})") from exc
     if good == 0 and bad_run:
         raise CurateError(f"{path}: not a JSON-lines file of documents (no line parsed)")
 
 
+def _parquet_rows(pf: pq.ParquetFile, cols: list[str], path: Path, counters: Counter) -> Iterator[list[dict[str, Any]]]:
+    """Rows of a Parquet file, batch by batch; invalid UTF-8 (Arrow does not check it) becomes U+FFFD, counted.
+
+    A row whose nested ``meta`` still holds invalid UTF-8 keeps its text and loses its meta
+    (``bad_meta``); a file that breaks off is a one-line error naming it.
+    """
+    from curate.stages.textcol import repair_utf8
+
+    try:
+        for batch in pf.iter_batches(columns=cols, batch_size=1024):
+            table, repaired = repair_utf8(pa.Table.from_batches([batch]))
+            for n in repaired.values():
+                counters["invalid_utf8_repaired"] += n
+            try:
+                yield table.to_pylist()
+            except UnicodeDecodeError:
+                rows = []
+                for i in range(table.num_rows):
+                    try:
+                        rows.append(table.slice(i, 1).to_pylist()[0])
+                    except UnicodeDecodeError:
+                        counters["bad_meta"] += 1
+                        rows.append(table.slice(i, 1).drop_columns(["meta"]).to_pylist()[0])
+                yield rows
+    except (OSError, pa.ArrowException) as exc:
+        raise CurateError(f"{path}: cannot read ({exc})") from exc
+
+
 def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Record]:
     """Records of a Parquet file in the Pile layout (``text``, ``meta`` struct or JSON string)."""
     try:
-        pf = pq.ParquetFile(path)
+        pf = pq.ParquetFile(path if isinstance(path, Path) else path.open("rb"))
     except Exception as exc:  # noqa: BLE001 - any failure to open is a bad file
         raise CurateError(f"{path}: not a readable Parquet file ({exc})") from exc
     if "text" not in pf.schema_arrow.names:
         raise CurateError(f"{path}: no 'text' column (has: {', '.join(pf.schema_arrow.names)})")
     cols = [c for c in ("text", "meta", "url") if c in pf.schema_arrow.names]
     row_no = 0
-    for batch in pf.iter_batches(columns=cols, batch_size=1024):
-        for row in batch.to_pylist():
+    for rows in _parquet_rows(pf, cols, path, counters):
+        for row in rows:
             row_no += 1
             rid = f"{rel}:{row_no}"
             meta = row.get("meta")
@@ -273,7 +355,7 @@ def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Recor
                 counters["bad_record"] += 1
                 yield _bad(rid, "")
                 continue
-            yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
+            yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
 
 
 def iter_local(spec: str, counters: Counter) -> Iterator[Record]:
@@ -311,7 +393,7 @@ def iter_hub(name: str, split: str, config: str | None, counters: Counter) -> It
                 counters["bad_record"] += 1
                 yield _bad(rid, "")
                 continue
-            yield Record(_doc(row["text"], meta, rid, "", row.get("url")))
+            yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
     except CurateError:
         raise
     except Exception as exc:  # noqa: BLE001

@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import re
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import __version__, megatron
+from curate.dataset import AnyPath, as_path
 from curate.errors import CurateError
 
 log = logging.getLogger("curate")
@@ -262,9 +262,20 @@ READ_ROWS = 1024
 WORK_PARAMS = "_params.json"
 
 
+SLUG_MAX = 100
+
+
 def source_slug(source: str) -> str:
-    """``pile/Wikipedia`` -> ``pile_Wikipedia`` (a file-name-safe prefix for a source)."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "_", source).strip("_") or "unknown"
+    """``pile/Wikipedia`` -> ``pile_Wikipedia``: a file name for a source that stays inside the output directory.
+
+    Sources come from the data, so anything but letters, digits, ``.``, ``_`` and ``-`` becomes
+    ``_``, leading dots, underscores and dashes go (no ``..``, hidden, ``_work``-like or option-like names), and a
+    name longer than 100 characters is cut and ends with a hash of the whole source.
+    """
+    slug = re.sub(r"[^A-Za-z0-9._-]+", "_", source).lstrip("._-").rstrip("_") or "unknown"
+    if len(slug) > SLUG_MAX:
+        slug = f"{slug[: SLUG_MAX - 17]}-{hashlib.sha256(source.encode('utf-8', 'surrogatepass')).hexdigest()[:16]}"
+    return slug
 
 
 @dataclass
@@ -320,26 +331,28 @@ def _empty_counts() -> dict[str, int]:
 
 def tokenize_piece(job: PieceJob) -> dict[str, Any]:
     """Tokenize one piece into ``WORK/<piece>.<key>.bin/.idx`` and write ``WORK/<piece>.json`` last."""
-    from curate.dataset import check_columns, open_parquet, write_json_atomic
+    from curate.dataset import check_columns, merge_counts, open_parquet, write_json_atomic
     from curate.schema import source_matcher
+    from curate.stages.textcol import repair_utf8
 
     t0 = time.perf_counter()
     tok = load_tokenizer(job.tokenizer, job.eod_token)
     dtype = np.dtype(job.dtype)
     eod = np.array([tok.eod], dtype=np.uint32) if job.append_eod else None
-    piece, work = job.piece, Path(job.work)
+    piece, work = job.piece, as_path(job.work)
     match = source_matcher(job.only_sources) if job.only_sources else None
     writers: dict[str, megatron.IndexedDatasetWriter] = {}
     keys: dict[str, str] = {}
     per_source: dict[str, dict[str, int]] = {}
     skipped: dict[str, int] = {}
+    repaired: dict[str, int] = {}
 
     def writer_for(source: str | None) -> megatron.IndexedDatasetWriter:
         key = source_slug(source) if source is not None else "all"
+        if source is not None:
+            keys[source] = key  # every source, so that two sources with one slug are caught at the merge
         if key not in writers:
             writers[key] = megatron.IndexedDatasetWriter(work / f"{piece.name}.{key}", dtype)
-            if source is not None:
-                keys[source] = key
         return writers[key]
 
     def emit(source_key: str | None, arrays: list[np.ndarray]) -> None:
@@ -355,8 +368,8 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
         writer_for(source_key).add_documents(flat, lengths)
 
     try:
-        pf = open_parquet(Path(piece.path))
-        check_columns(Path(piece.path), pf.schema_arrow, ["text", "source"])
+        pf = open_parquet(as_path(piece.path))
+        check_columns(as_path(piece.path), pf.schema_arrow, ["text", "source"])
         if not job.per_source:
             writer_for(None)
         batches = (
@@ -365,6 +378,8 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
             else []
         )
         for batch in batches:
+            batch, fixed = repair_utf8(pa.Table.from_batches([batch]))  # invalid UTF-8 from a foreign file: U+FFFD, counted
+            merge_counts(repaired, fixed)
             src_col = pc.fill_null(batch.column("source").cast(pa.string()), "")
             sources = src_col.to_pylist()
             texts = [t or "" for t in batch.column("text").to_pylist()]  # a null text counts as empty
@@ -415,6 +430,7 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
         "tokens": tokens,
         "bytes": sum(v["bytes"] for v in per_source.values()),
         "skipped": skipped,
+        "invalid_utf8_repaired": repaired,
         "per_source": per_source,
         "seconds": round(time.perf_counter() - t0, 4),
     }
@@ -431,20 +447,20 @@ def describe_piece(rec: dict[str, Any]) -> str:
 
 @dataclass
 class Outputs:
-    """Where a tokenize run writes: one prefix, or one prefix per source in a directory."""
+    """Where a tokenize run writes: one prefix, or one prefix per source in a directory (local or an fsspec URL)."""
 
-    out: Path
+    out: AnyPath
     per_source: bool
 
     @property
-    def marker(self) -> Path:
-        return self.out / "_SUCCESS" if self.per_source else Path(f"{self.out}.stats.json")
+    def marker(self) -> AnyPath:
+        return self.out / "_SUCCESS" if self.per_source else as_path(f"{self.out}.stats.json")
 
     @property
-    def work(self) -> Path:
-        return self.out / "_work" if self.per_source else Path(f"{self.out}.work")
+    def work(self) -> AnyPath:
+        return self.out / "_work" if self.per_source else as_path(f"{self.out}.work")
 
-    def prefix(self, source: str | None) -> Path:
+    def prefix(self, source: str | None) -> AnyPath:
         return self.out / source_slug(source) if (self.per_source and source is not None) else self.out
 
 
@@ -453,7 +469,7 @@ def _merge_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     total: dict[str, Any] = {"documents": 0, "tokens": 0, "bytes": 0, "skipped": {}, "per_source": {}, "cpu_seconds": 0.0}
     for r in records:
-        merge_counts(total, {k: r[k] for k in ("documents", "tokens", "bytes", "skipped", "per_source")})
+        merge_counts(total, {k: r[k] for k in ("documents", "tokens", "bytes", "skipped", "per_source", "invalid_utf8_repaired") if k in r})
         total["cpu_seconds"] += r["seconds"]
     total["cpu_seconds"] = round(total["cpu_seconds"], 3)
     return total
@@ -476,7 +492,7 @@ def tokenize(
     Returns the stats record, also written to ``OUT.stats.json`` (``OUT/_SUCCESS`` and one
     ``OUT/<source>.stats.json`` each with ``per_source``), which is written last.
     """
-    from curate.dataset import resolve_inputs, write_json_atomic
+    from curate.dataset import resolve_inputs, rmtree, write_json_atomic
     from curate.executor import LocalExecutor
 
     started = time.monotonic()
@@ -487,7 +503,7 @@ def tokenize(
         )
     dtype = megatron.dtype_for_vocab(tok.vocab_size)
     files = resolve_inputs(inputs)
-    outs = Outputs(Path(out), per_source)
+    outs = Outputs(as_path(out), per_source)
     params = {
         "inputs": [str(i) for i in inputs],
         "tokenizer": tok.identity(),
@@ -507,6 +523,8 @@ def tokenize(
             _remove_outputs(outs, old)
         elif old.get("params") == params:
             log.info("tokenize: %s is complete; nothing to do (use --overwrite to redo)", outs.marker)
+            if outs.work.exists():  # a run killed after its marker, before removing its pieces
+                rmtree(outs.work, ignore_errors=True)
             return old
         else:
             changed = sorted(k for k in set(old.get("params", {})) | set(params) if old.get("params", {}).get(k) != params.get(k))
@@ -515,18 +533,22 @@ def tokenize(
             )
     work = outs.work
     if overwrite and work.exists():
-        shutil.rmtree(work)
+        rmtree(work)
     if work.exists() and _read_json(work / WORK_PARAMS) != params:
         log.info("tokenize: %s holds pieces of another run; starting again", work)
-        shutil.rmtree(work)
+        rmtree(work)
     work.mkdir(parents=True, exist_ok=True)
     for stale in work.glob(".*.tmp.*"):
         stale.unlink(missing_ok=True)
+    if isinstance(outs.out, Path):  # the merged outputs' temporary files, left by a run killed while merging
+        found = outs.out.glob(".*.tmp.*") if per_source else outs.out.parent.glob(f".{outs.out.name}.*.tmp.*")
+        for stale in found:
+            stale.unlink(missing_ok=True)
     write_json_atomic(work / WORK_PARAMS, params)
 
     pieces = plan_pieces(files)
     if sum(p.rows for p in pieces) == 0:
-        shutil.rmtree(work, ignore_errors=True)
+        rmtree(work, ignore_errors=True)
         raise CurateError(f"{', '.join(inputs)}: no documents to tokenize")
     done: dict[str, dict[str, Any]] = {}
     pending = []
@@ -577,7 +599,7 @@ def tokenize(
             src_rec = {**base, "prefix": str(prefix), "source": src, **{k: s.get(k, 0) for k in ("documents", "tokens", "bytes")}}
             src_rec["skipped"] = {"empty": s["skipped_empty"]} if s.get("skipped_empty") else {}
             src_rec["per_source"] = {src: s}
-            write_json_atomic(Path(f"{prefix}.stats.json"), src_rec)
+            write_json_atomic(as_path(f"{prefix}.stats.json"), src_rec)
             prefixes[src] = str(prefix)
         record = {**base, "prefixes": prefixes, **merged}
     wall = time.monotonic() - started
@@ -586,11 +608,11 @@ def tokenize(
     record["wall_seconds"] = round(wall, 3)
     record["mb_per_second"] = round(merged["bytes"] / 1e6 / wall, 3) if wall > 0 else None
     write_json_atomic(outs.marker, record)
-    shutil.rmtree(work, ignore_errors=True)
+    rmtree(work, ignore_errors=True)
     return record
 
 
-def _read_json(path: Path) -> dict[str, Any] | None:
+def _read_json(path: AnyPath) -> dict[str, Any] | None:
     try:
         return json.loads(path.read_text())
     except (OSError, ValueError):
@@ -601,7 +623,7 @@ def _remove_outputs(outs: Outputs, old: dict[str, Any]) -> None:
     prefixes = list(old.get("prefixes", {}).values()) or [str(outs.out)]
     for p in prefixes:
         for suffix in (".bin", ".idx", ".stats.json"):
-            Path(f"{p}{suffix}").unlink(missing_ok=True)
+            as_path(f"{p}{suffix}").unlink(missing_ok=True)
     outs.marker.unlink(missing_ok=True)
 
 

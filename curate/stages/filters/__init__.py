@@ -45,6 +45,8 @@ def parse_rules(value: str | list[str] | None, where: str = "--rules", path: str
     """``"c4,fineweb"`` or a list -> a checked list of rule-set names (``[]`` for none)."""
     if value is None:
         return []
+    if not isinstance(value, (str, list)):
+        raise CurateError(f"{path}: {where} must be a list of rule-set names, got {value!r}")
     items = [s.strip() for s in value.split(",")] if isinstance(value, str) else list(value)
     out: list[str] = []
     for name in items:

@@ -380,7 +380,7 @@ def test_unique_per_doc_matches_numpy_unique():
     off = np.array([0, 10, 10, 150, 300])
     u, uoff = unique_per_doc(sh, off)
     for i in range(4):
-        assert u[uoff[i] : uoff[i + 1]].tolist() == np.unique(sh[off[i] : off[i + 1]] & np.uint64(2**52 - 1)).tolist()
+        assert u[uoff[i] : uoff[i + 1]].tolist() == np.unique(sh[off[i] : off[i + 1]] & np.uint64(2**32 - 1)).tolist()
 
 
 def test_band_choice_agrees_with_datasketch():

@@ -167,7 +167,7 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
             compression="none",  # random hashes do not compress
         )
     if cfg.verify == "exact":
-        flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint64)
+        flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint32)
         save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.npy", flat)
         save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.off.npy", np.asarray(sh_off, np.int64))
     save_npy_atomic(sig_dir / f"part-{job.index:05d}.sig.npy", sig_all)
@@ -210,7 +210,7 @@ class _VerifyJob:
     cfg: FuzzyConfig
 
 
-VERIFY_CHUNK = 500_000  # candidate pairs per verification job
+VERIFY_CHUNK = 100_000  # candidate pairs per verification job (bounds the shingle sets it loads)
 
 
 def _verify_job(job: _VerifyJob) -> dict[str, Any]:

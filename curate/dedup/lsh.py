@@ -88,21 +88,29 @@ class SignatureStore:
 
 
 class ShingleStore:
-    """Sorted unique shingle hashes per document (for ``--verify exact``), memory-mapped."""
+    """Sorted unique shingle hashes per document (for ``--verify exact``).
+
+    :meth:`load` copies the sets of the documents one verification chunk needs, shard by
+    shard, out of memory maps that are closed right after: memory holds those sets only
+    (4 bytes per shingle), never a whole shard's file.
+    """
 
     def __init__(self, dir_: Path) -> None:
         self.dir = as_path(dir_)
-        self._maps: dict[int, tuple[np.ndarray, np.ndarray]] = {}
 
-    def get(self, key: int) -> np.ndarray:
-        s, r = int(key) >> 32, int(key) & 0xFFFFFFFF
-        if s not in self._maps:
-            self._maps[s] = (
-                np_load(self.dir / f"part-{s:05d}.npy"),
-                np_load(self.dir / f"part-{s:05d}.off.npy"),
-            )
-        flat, off = self._maps[s]
-        return np.asarray(flat[off[r] : off[r + 1]])
+    def load(self, keys: np.ndarray) -> dict[int, np.ndarray]:
+        """``{doc key: its sorted unique shingle hashes}`` for ``keys``."""
+        keys = np.unique(keys)
+        out: dict[int, np.ndarray] = {}
+        shards = shard_of(keys)
+        for s in np.unique(shards):
+            sel = keys[shards == s]
+            flat = np_load(self.dir / f"part-{int(s):05d}.npy")
+            off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
+            for k, r in zip(sel.tolist(), row_of(sel).tolist()):
+                out[k] = np.array(flat[off[r] : off[r + 1]])
+            del flat, off  # unmap: the pages read no longer count against the process
+        return out
 
 
 def verify_pairs(
@@ -119,15 +127,7 @@ def verify_pairs(
         sa, sb = signatures.get(a), signatures.get(b)
         j = (sa == sb).mean(axis=1).astype(np.float32)
     else:
-        cache: dict[int, np.ndarray] = {}
-
-        def sh(k: int) -> np.ndarray:
-            if k not in cache:
-                if len(cache) > 100_000:
-                    cache.clear()
-                cache[k] = shingles.get(k)
-            return cache[k]
-
-        j = np.array([exact_jaccard(sh(int(x)), sh(int(y))) for x, y in zip(a, b)], np.float32)
+        sets = shingles.load(np.concatenate([a, b]))
+        j = np.array([exact_jaccard(sets[x], sets[y]) for x, y in zip(a.tolist(), b.tolist())], np.float32)
     keep = j >= np.float32(threshold) - np.float32(1e-6)
     return a[keep], b[keep], j[keep]

@@ -241,7 +241,10 @@ def child(method: str, data: str, work: str, result: str) -> None:
     else:
         pairs = run_curate(Path(data), method.split("-", 1)[1], Path(work))
     seconds = time.perf_counter() - t0
-    rss = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    # VmHWM, not RUSAGE_SELF: Linux carries the parent's high-water mark into ru_maxrss across
+    # fork + exec, so a child of this (large) benchmark process would report the parent's peak.
+    own_kb = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM")))
+    rss = max(own_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
     Path(result).write_text(json.dumps({"seconds": seconds, "peak_mb": rss / 1024, "pairs": pairs}))
 
 

@@ -16,12 +16,12 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate.dataset import ShardWriter, read_success, read_table, resolve_inputs, run_map_stage
+from curate.dataset import ShardWriter, read_success, resolve_inputs, run_map_stage
 from curate.errors import CurateError, ShardError
 from curate.executor import LocalExecutor
 from curate.schema import BASE_SCHEMA
 from curate.stages.clean import CleanStage
-from tests.conftest import pile_rows, prose, write_jsonl_zst
+from tests.conftest import prose
 
 
 def docs_table(n: int, start: int = 0, source: str = "pile/Wikipedia") -> pa.Table:
@@ -205,24 +205,3 @@ def test_killed_map_stage_rerun_gives_identical_output(tmp_path):
     assert not list(out.rglob(".*tmp*"))
     ids = pd.read_parquet(out)["id"]
     assert ids.is_unique and len(ids) == 24 * 400
-
-
-@pytest.mark.slow
-def test_killed_download_rerun_gives_identical_output(tmp_path):
-    d = tmp_path / "pile"
-    for f in range(3):
-        write_jsonl_zst(d / f"{f:02d}.jsonl.zst", pile_rows(4000, ["Wikipedia (en)", "ArXiv"], start=f * 4000))
-    env = {**os.environ, "CURATE_PROGRESS": "log"}
-    ref = tmp_path / "ref"
-    args = ("download", "pile", "--dataset", d, "--shard-docs", "300")
-    subprocess.run(_curate(*args, "--out", ref), check=True, env=env, capture_output=True)
-    out = tmp_path / "out"
-    proc = subprocess.Popen(
-        _curate(*args, "--out", out), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
-    )
-    n = _kill_when(proc, out, "part-*.parquet", 5)
-    assert 0 < n < 40
-    subprocess.run(_curate(*args, "--out", out), check=True, env=env, capture_output=True)
-    assert digest_dir(out) == digest_dir(ref)
-    t = read_table(out)
-    assert t.num_rows == 12000 and len(set(t.column("id").to_pylist())) == 12000

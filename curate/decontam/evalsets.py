@@ -23,16 +23,14 @@ import gzip
 import hashlib
 import io
 import json
-import os
-import socket
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlparse
 
 from curate.dataset import as_path, open_input
 from curate.errors import CurateError
+from curate.hub import check_hub_reachable
 
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst", ".parquet", ".txt", ".txt.gz", ".txt.zst")
 DEFAULT_FIELDS = ["text"]
@@ -283,32 +281,13 @@ def _file_sha256(path: Path) -> str:
 # --------------------------------------------------------------------------- hub
 
 
-def _offline() -> bool:
-    return any(os.environ.get(v, "").lower() in ("1", "true", "yes", "on") for v in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE"))
-
-
-def check_hub_reachable(what: str) -> None:
-    """Fail fast (instead of ~30 s of retries) when the hub's host does not resolve."""
-    if _offline():
-        return
-    endpoint = os.environ.get("HF_ENDPOINT", "https://huggingface.co")
-    host = urlparse(endpoint).hostname or endpoint
-    try:
-        socket.getaddrinfo(host, 443)
-    except OSError as exc:
-        raise CurateError(
-            f"{what}: cannot reach the hub at {host} ({exc.strerror or exc}); pass a local file "
-            f"(JSONL, Parquet or text) instead, or set HF_HUB_OFFLINE=1 to use the datasets cache"
-        ) from exc
-
-
 def _hub_records(spec: EvalSpec) -> tuple[list[str], str]:
     try:
         import datasets
     except ImportError as exc:  # pragma: no cover - a dependency
         raise CurateError("the 'datasets' package is needed for hub evaluation sets: pip install datasets") from exc
     if not Path(spec.source).exists():
-        check_hub_reachable(f"evaluation set {spec.name!r}")
+        check_hub_reachable(f"evaluation set {spec.name!r}", "pass a local file (JSONL, Parquet or text) instead")
     texts: list[str] = []
     prints = []
     for split in spec.splits:

@@ -29,6 +29,7 @@ import pyarrow.parquet as pq
 import zstandard
 
 from curate.errors import CurateError
+from curate.hub import check_hub_reachable
 from curate.limits import CappedReader, DecompressionLimit, bomb_message, decompressed_limit
 
 log = logging.getLogger("curate")
@@ -375,6 +376,8 @@ def iter_hub(name: str, split: str, config: str | None, counters: Counter) -> It
         import datasets
     except ImportError as exc:  # pragma: no cover - a dependency
         raise CurateError("the 'datasets' package is needed for hub datasets: pip install datasets") from exc
+    if not Path(name).exists():
+        check_hub_reachable(f"dataset {name!r}", "pass local files (.jsonl, .jsonl.zst, .json.gz, .parquet) instead")
     try:
         ds = datasets.load_dataset(name, config, split=split, streaming=True)
     except Exception as exc:  # noqa: BLE001 - hub errors come in many types

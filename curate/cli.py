@@ -312,18 +312,44 @@ def clean(
     metavar="URL",
     help="The data host; a mirror or a local server (python -m curate.httpserve DIR) works the same.",
 )
-@click.option("--out", required=True, metavar="DIR",
-              help="Files go to DIR/<path as listed> (DIR mirrors the host's layout); a local directory (no s3:// here).")
+@click.option(
+    "--out",
+    required=True,
+    metavar="DIR",
+    help="Files go to DIR/<path as listed> (DIR mirrors the host's layout); a local directory (no s3:// here).",
+)
 @click.option("--workers", type=click.IntRange(min=1), default=4, show_default=True, help="Parallel downloads.")
 @click.option("--retries", type=click.IntRange(min=0), default=5, show_default=True, help="Retries of a file after a transient error.")
-@click.option("--retry-wait", type=click.FloatRange(min=0), default=1.0, show_default=True, help="First backoff in seconds (doubles per retry, at most 60).")
-@click.option("--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds without data before a read is retried.")
-@click.option("--ca-bundle", default=None, metavar="PEM",
-              help="Extra CA certificates to trust (a mirror with a private CA); certificates are always verified.")
-@click.option("--max-file-bytes", type=click.IntRange(min=1), default=20 << 30, show_default=True,
-              help="A file larger than this (announced or received) fails instead of filling the disk.")
-@click.option("--max-redirects", type=click.IntRange(min=0), default=5, show_default=True,
-              help="Redirects followed per request (only to http/https, never from https to http).")
+@click.option(
+    "--retry-wait",
+    type=click.FloatRange(min=0),
+    default=1.0,
+    show_default=True,
+    help="First backoff in seconds (doubles per retry, at most 60).",
+)
+@click.option(
+    "--timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, help="Seconds without data before a read is retried."
+)
+@click.option(
+    "--ca-bundle",
+    default=None,
+    metavar="PEM",
+    help="Extra CA certificates to trust (a mirror with a private CA); certificates are always verified.",
+)
+@click.option(
+    "--max-file-bytes",
+    type=click.IntRange(min=1),
+    default=20 << 30,
+    show_default=True,
+    help="A file larger than this (announced or received) fails instead of filling the disk.",
+)
+@click.option(
+    "--max-redirects",
+    type=click.IntRange(min=0),
+    default=5,
+    show_default=True,
+    help="Redirects followed per request (only to http/https, never from https to http).",
+)
 def download_cc_cmd(
     snapshot: str,
     segments: int,
@@ -364,7 +390,12 @@ def download_cc_cmd(
         )
     out = str(as_path(out))  # file:// URLs too
     policy = RetryPolicy(
-        retries=retries, wait=retry_wait, read_timeout=timeout, max_redirects=max_redirects, max_file_bytes=max_file_bytes, ca_bundle=ca_bundle
+        retries=retries,
+        wait=retry_wait,
+        read_timeout=timeout,
+        max_redirects=max_redirects,
+        max_file_bytes=max_file_bytes,
+        ca_bundle=ca_bundle,
     )
     summary = download_cc(snapshot, segments, out, seed=seed, base_url=base_url, workers=workers, policy=policy)
     click.echo(summary_line(summary))
@@ -373,19 +404,45 @@ def download_cc_cmd(
 
 @cli.command("extract")
 @executor_options
-@click.option("--in", "inputs", multiple=True, required=True, metavar="DIR",
-              help="Directory (searched recursively), .warc.gz file or glob (repeatable).")
+@click.option(
+    "--in",
+    "inputs",
+    multiple=True,
+    required=True,
+    metavar="DIR",
+    help="Directory (searched recursively), .warc.gz file or glob (repeatable).",
+)
 @click.option("--out", required=True, metavar="DIR", help="Output dataset directory (one shard per WARC file).")
-@click.option("--extractor", type=click.Choice(["resiliparse", "trafilatura", "justext"]), default="resiliparse",
-              show_default=True, help="Main-content extractor.")
-@click.option("--source", default=None, metavar="NAME",
-              help="The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].")
-@click.option("--max-html-bytes", type=click.IntRange(min=1), default=1_000_000, show_default=True,
-              help="Records with a larger HTML body are skipped (too_large).")
-@click.option("--record-timeout", type=click.FloatRange(min=0), default=5.0, show_default=True,
-              help="Seconds one record's extraction may take (timeout); 0: no limit, extract in-process.")
-@click.option("--min-chars", type=click.IntRange(min=1), default=1, show_default=True,
-              help="Documents with less extracted text are rejected (empty).")
+@click.option(
+    "--extractor",
+    type=click.Choice(["resiliparse", "trafilatura", "justext"]),
+    default="resiliparse",
+    show_default=True,
+    help="Main-content extractor.",
+)
+@click.option(
+    "--source",
+    default=None,
+    metavar="NAME",
+    help="The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].",
+)
+@click.option(
+    "--max-html-bytes",
+    type=click.IntRange(min=1),
+    default=1_000_000,
+    show_default=True,
+    help="Records with a larger HTML body are skipped (too_large).",
+)
+@click.option(
+    "--record-timeout",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds one record's extraction may take (timeout); 0: no limit, extract in-process.",
+)
+@click.option(
+    "--min-chars", type=click.IntRange(min=1), default=1, show_default=True, help="Documents with less extracted text are rejected (empty)."
+)
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Worker processes [default: all cores].")
 @click.option("--overwrite", is_flag=True, help="Delete OUT and start again instead of resuming.")
 @click.option("--keep-rejected", is_flag=True, help="Also write skipped records to OUT/_rejected/ with a reason (text empty).")
@@ -418,8 +475,11 @@ def extract_cmd(
     from curate.stages.extract import ExtractStage, run_extract
 
     stage = ExtractStage(extractor=extractor, max_html_bytes=max_html_bytes, record_timeout=record_timeout, min_chars=min_chars)
-    record = run_extract(stage, list(inputs), out, source=source, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
+    record = run_extract(
+        stage, list(inputs), out, source=source, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected
+    )
     _report("extract", record, out)
+
 
 # --------------------------------------------------------------------------- langid, filter (issue 4)
 
@@ -786,10 +846,16 @@ def _split_list(value: str) -> list[str]:
 
 @dedup.command("exact")
 @_dedup_common
-@click.option("--normalize", default="lower,whitespace", show_default=True, metavar="OPS",
-              help="Normalisations before hashing: any of lower, whitespace, punct (comma-separated; '' for none).")
-def dedup_exact(inputs: tuple[str, ...], out: str, priority: str, workers: int | None, overwrite: bool, keep_rejected: bool,
-                normalize: str) -> None:
+@click.option(
+    "--normalize",
+    default="lower,whitespace",
+    show_default=True,
+    metavar="OPS",
+    help="Normalisations before hashing: any of lower, whitespace, punct (comma-separated; '' for none).",
+)
+def dedup_exact(
+    inputs: tuple[str, ...], out: str, priority: str, workers: int | None, overwrite: bool, keep_rejected: bool, normalize: str
+) -> None:
     """Drop documents whose normalised text appeared before, across all inputs.
 
     Of each group of identical texts the document of the best --priority source is kept
@@ -803,8 +869,15 @@ def dedup_exact(inputs: tuple[str, ...], out: str, priority: str, workers: int |
     """  # noqa: D301
     from curate.dedup.exact import run_exact
 
-    record = run_exact(list(inputs), out, priority=_split_list(priority), normalize=_split_list(normalize),
-                       executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
+    record = run_exact(
+        list(inputs),
+        out,
+        priority=_split_list(priority),
+        normalize=_split_list(normalize),
+        executor=_executor(workers),
+        overwrite=overwrite,
+        keep_rejected=keep_rejected,
+    )
     _report("dedup exact", record, out)
     d = record.get("dedup", {})
     click.echo(f"  clusters: {d.get('clusters', 0):,}  sizes: {d.get('cluster_sizes', {})}")
@@ -812,19 +885,43 @@ def dedup_exact(inputs: tuple[str, ...], out: str, priority: str, workers: int |
 
 @dedup.command("fuzzy")
 @_dedup_common
-@click.option("--threshold", type=click.FloatRange(0.0, 1.0, min_open=True), default=0.8, show_default=True,
-              help="Jaccard similarity of word n-gram sets at which two documents are duplicates.")
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0.0, 1.0, min_open=True),
+    default=0.8,
+    show_default=True,
+    help="Jaccard similarity of word n-gram sets at which two documents are duplicates.",
+)
 @click.option("--ngram", type=click.IntRange(min=1), default=5, show_default=True, help="Words per shingle.")
 @click.option("--num-perm", type=click.IntRange(min=2), default=128, show_default=True, help="MinHash permutations.")
 @click.option("--bands", type=click.IntRange(min=1), default=None, help="LSH bands [default: datasketch's optimum for the threshold].")
 @click.option("--rows", type=click.IntRange(min=1), default=None, help="Rows per band (with --bands).")
-@click.option("--verify", type=click.Choice(["none", "signature", "exact"]), default="none", show_default=True,
-              is_flag=False, flag_value="signature",
-              help="Check each candidate pair's Jaccard before it joins a cluster: 'signature' estimates it from the "
-                   "full signature (--verify alone), 'exact' computes it from the shingle sets.")
+@click.option(
+    "--verify",
+    type=click.Choice(["none", "signature", "exact"]),
+    default="none",
+    show_default=True,
+    is_flag=False,
+    flag_value="signature",
+    help="Check each candidate pair's Jaccard before it joins a cluster: 'signature' estimates it from the "
+    "full signature (--verify alone), 'exact' computes it from the shingle sets.",
+)
 @click.option("--seed", type=int, default=42, show_default=True, help="MinHash permutation seed.")
-def dedup_fuzzy(inputs: tuple[str, ...], out: str, priority: str, workers: int | None, overwrite: bool, keep_rejected: bool,
-                threshold: float, ngram: int, num_perm: int, bands: int | None, rows: int | None, verify: str, seed: int) -> None:
+def dedup_fuzzy(
+    inputs: tuple[str, ...],
+    out: str,
+    priority: str,
+    workers: int | None,
+    overwrite: bool,
+    keep_rejected: bool,
+    threshold: float,
+    ngram: int,
+    num_perm: int,
+    bands: int | None,
+    rows: int | None,
+    verify: str,
+    seed: int,
+) -> None:
     """MinHash-LSH near-duplicate removal across all inputs (MT-NLG: Jaccard >= 0.8).
 
     Phases (each resumable, Parquet under OUT/_work/): signatures, LSH candidate pairs per
@@ -842,8 +939,11 @@ def dedup_fuzzy(inputs: tuple[str, ...], out: str, priority: str, workers: int |
     record = run_fuzzy(list(inputs), out, cfg, executor=_executor(workers), overwrite=overwrite, keep_rejected=keep_rejected)
     _report("dedup fuzzy", record, out)
     d = record.get("dedup", {})
-    click.echo(f"  {d.get('bands')} bands x {d.get('rows')} rows, verify {d.get('verify')}: {d.get('unique_edges', 0):,} edges, "
-               f"{d.get('clusters', 0):,} clusters, sizes {d.get('cluster_sizes', {})}")
+    click.echo(
+        f"  {d.get('bands')} bands x {d.get('rows')} rows, verify {d.get('verify')}: {d.get('unique_edges', 0):,} edges, "
+        f"{d.get('clusters', 0):,} clusters, sizes {d.get('cluster_sizes', {})}"
+    )
+
 
 # --------------------------------------------------------------------------- decontam (issue 7)
 

@@ -142,6 +142,12 @@ class DirectoryServer(ThreadingHTTPServer):
             raise NotADirectoryError(f"{root}: not a directory")
         super().__init__((host, port), handler)
 
+    def handle_error(self, request: object, client_address: tuple) -> None:
+        """A client that hangs up (reset, broken pipe) is normal for a file server: no traceback."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
     @property
     def url(self) -> str:
         host, port = self.server_address[:2]

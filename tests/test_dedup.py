@@ -17,7 +17,19 @@ import pytest
 
 from curate.dedup.clusters import choose_survivors, connected_components
 from curate.dedup.lsh import candidate_pairs
-from curate.dedup.minhash import MinHasher, band_hashes, exact_jaccard, optimal_bands, shingle_hashes, unique_per_doc, word_hashes
+from curate.dedup.minhash import (
+    _M1,
+    MinHasher,
+    _is_word_byte,
+    band_hashes,
+    exact_jaccard,
+    mix64,
+    normalize_text,
+    optimal_bands,
+    shingle_hashes,
+    unique_per_doc,
+    word_hashes,
+)
 from curate.schema import BASE_SCHEMA
 from tests.test_dataset import _kill_when, digest_dir
 
@@ -386,9 +398,9 @@ def test_unique_per_doc_matches_numpy_unique():
 def test_band_choice_agrees_with_datasketch():
     from datasketch.lsh import _optimal_param
 
-    for threshold in (0.5, 0.7, 0.8, 0.9):
-        for weights in ((0.5, 0.5), (0.1, 0.9)):
-            for num_perm in (64, 128, 256):
+    for threshold in (0.3, 0.5, 0.6, 0.7, 0.75, 0.8, 0.85, 0.9, 0.95):
+        for weights in ((0.5, 0.5), (0.1, 0.9), (0.9, 0.1)):
+            for num_perm in (32, 64, 100, 128, 256):
                 assert optimal_bands(threshold, num_perm, *weights) == tuple(_optimal_param(threshold, num_perm, *weights))
 
 
@@ -401,3 +413,56 @@ def test_word_hashes_long_words():
     assert d0[0] == d1[0] and d0[1] == d1[1]  # same words, same hashes (case folded)
     assert d0[0] != d0[2]  # one byte apart in the second 8-byte chunk
     assert len(set(wh.tolist())) == 4
+
+
+def _reference_words(text: str) -> list[str]:
+    """The words of normalize_text (lowercase; runs of anything but letters, digits and marks split)."""
+    return [w for w in re.split(r"[\t\n\x0b\x0c\r ]+", normalize_text(pa.array([text]))[0].as_py()) if w]
+
+
+def test_word_hashes_find_the_regex_words_in_any_script():
+    """The byte-level word finder gives the same words as the regex on multilingual text and odd characters."""
+    rng = random.Random(5)
+    alphabet = "abcXYZ019 \t\n.,;!?'\"-—–…“”‘’«»¿¡ éÉüßçñøåÆŒ İıΣσςЖжЁё ع٣ दि ไทย 中文字 かなカナ 한국어 ́ ̧ 𝒳𝔸 😀👍🏽 \u00a0\u2009\u200b\u3000 ¼²₃ ①"
+    texts = ["", "   ", "—", "Ünïcödé ÉCOLE — naïve café", "x" * 70 + " y"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 120))) for _ in range(400)]
+    wh, off = word_hashes(pa.array(texts, pa.large_string()))
+    vocab: dict[str, int] = {}
+    for i, text in enumerate(texts):
+        ref = _reference_words(text)
+        got = wh[off[i] : off[i + 1]].tolist()
+        assert len(got) == len(ref), (text, ref)
+        for w, h in zip(ref, got, strict=True):
+            assert vocab.setdefault(w, h) == h  # one word, one hash, wherever it occurs
+    assert len(set(vocab.values())) == len(vocab)  # different words, different hashes
+
+
+def test_word_bytes_of_malformed_utf8_do_not_fail():
+    """Stages repair invalid UTF-8 before dedup; the byte classifier still never fails on it."""
+    raw = b"ok \xff\xfe w\xc3\xa9rd \x80\x80 \xe4\xb8 \xf4\x90\x80\x80 \xe4\xb8\xad"
+    isw = _is_word_byte(np.frombuffer(raw, np.uint8))
+    assert isw.tolist()[:3] == [True, True, False]
+    assert isw[raw.index(b"w\xc3") : raw.index(b"rd") + 2].all()  # w, é (2 bytes), r, d
+    assert not isw[raw.index(b"\xff")] and not isw[raw.index(b"\x80")]
+    assert isw[-3:].all()  # 中 after the damage
+
+
+def _combine(ws: list[int]) -> int:
+    acc = 0
+    for w in ws:
+        acc = (acc * int(_M1) + w) & ((1 << 64) - 1)
+    return acc
+
+
+def test_shingle_hashes_match_a_python_reference():
+    rng = random.Random(11)
+    docs = [[rng.randrange(1, 50) for _ in range(rng.choice([0, 1, 3, 4, 5, 6, 9, 40]))] for _ in range(300)]
+    for batch in (docs, [d for d in docs if len(d) >= 5]):  # with short documents, and the all-long fast path
+        wh = np.array([w for d in batch for w in d], np.uint64)
+        off = np.cumsum([0] + [len(d) for d in batch]).astype(np.int64)
+        sh, soff = shingle_hashes(wh, off, 5)
+
+        for i, d in enumerate(batch):
+            grams = [d[j : j + 5] for j in range(len(d) - 4)] if len(d) >= 5 else ([d] if d else [])
+            expect = mix64(np.array([_combine(g) for g in grams], np.uint64)).tolist() if grams else []
+            assert sh[soff[i] : soff[i + 1]].tolist() == expect

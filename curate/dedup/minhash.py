@@ -9,6 +9,7 @@ object is made per word or per shingle.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,30 +31,96 @@ def mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-_SEPARATOR = np.zeros(256, bool)
-_SEPARATOR[[9, 10, 11, 12, 13, 32]] = True  # ASCII whitespace; other non-word characters become spaces first
+_WORD_PATTERN = r"[\p{L}\p{N}\p{M}]"  # letters, digits and marks make words; every other character separates
 
 
 def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
-    """Lowercase; every run of characters that are not letters, digits, marks or ASCII whitespace becomes a space."""
+    """Lowercase; every run of characters that are not letters, digits, marks or ASCII whitespace becomes a space.
+
+    The reference for :func:`word_hashes`, which finds the same words on the bytes without it.
+    """
     if isinstance(texts, pa.ChunkedArray):
         texts = texts.combine_chunks()
     return pc.replace_substring_regex(pc.utf8_lower(texts), r"[^\p{L}\p{N}\p{M}\s]+", " ")
+
+
+@functools.cache
+def _word_tables() -> tuple[np.ndarray, np.ndarray]:
+    """(is-word by byte value for ASCII, is-word by code point): classified once by Arrow's own regex engine.
+
+    Taking the classes from RE2 (the engine of :func:`normalize_text`) rather than Python's
+    ``unicodedata`` keeps both on one Unicode version: the words are exactly the regex's.
+    """
+    cps = np.r_[0:0xD800, 0xE000:0x110000]
+    utf8 = "".join(map(chr, cps.tolist())).encode("utf-8")
+    widths = np.select([cps < 0x80, cps < 0x800, cps < 0x10000], [1, 2, 3], 4).astype(np.int32)
+    offsets = np.zeros(len(cps) + 1, np.int32)
+    np.cumsum(widths, out=offsets[1:])
+    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(utf8))
+    by_cp = np.zeros(0x110000 + 1, bool)  # the last entry: anything that is not a code point
+    by_cp[cps] = pc.match_substring_regex(chars, f"^{_WORD_PATTERN}$").to_numpy(zero_copy_only=False)
+    by_byte = np.zeros(256, bool)
+    by_byte[:128] = by_cp[:128]
+    return by_byte, by_cp
+
+
+def _is_word_byte(b: np.ndarray) -> np.ndarray:
+    """Whether each byte of UTF-8 text belongs to a word character (every byte of a character gets its class).
+
+    ASCII bytes go through a 256-entry table; only the non-ASCII bytes (few, in most text) are
+    decoded to code points, vectorised, and looked up in a table of all code points.
+    Malformed UTF-8 never fails: a stray byte is a separator.
+    """
+    by_byte, by_cp = _word_tables()
+    isw = by_byte[b]
+    hi = np.flatnonzero(b >= 0x80)
+    if len(hi) == 0:
+        return isw
+    hb = b[hi].astype(np.uint32)
+    lead = (hb & 0xC0) != 0x80
+    lp = hi[lead]
+    c0 = hb[lead]
+    pad = np.concatenate([b, np.zeros(3, np.uint8)]).astype(np.uint32)
+    c1, c2, c3 = pad[lp + 1] & 0x3F, pad[lp + 2] & 0x3F, pad[lp + 3] & 0x3F
+    cp = np.select(
+        [c0 < 0xE0, c0 < 0xF0, c0 < 0xF8],
+        [((c0 & 0x1F) << 6) | c1, ((c0 & 0x0F) << 12) | (c1 << 6) | c2, ((c0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3],
+        0x110000,
+    )
+    width = np.select([c0 < 0xC0, c0 < 0xE0, c0 < 0xF0], [1, 2, 3], 4)  # a stray continuation byte as lead: 1
+    word = by_cp[np.minimum(cp, 0x110000)] & (c0 >= 0xC0)
+    char_of = np.maximum(np.cumsum(lead) - 1, 0)  # the character (lead byte) each non-ASCII byte belongs to
+    inside = (hi - lp[char_of]) < width[char_of]  # else a continuation byte with no lead before it
+    isw[hi] = word[char_of] & inside & (hi >= lp[0])
+    return isw
 
 
 _MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
 _WORD_CHUNKS = 8  # words are hashed on their first 64 bytes, their last 8 and their length
 
 
-def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-    """(uint64 hash of every word, int64 word offsets per document) of normalised texts.
+def _mix64_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`mix64` without temporaries the size of ``x`` (which it overwrites)."""
+    x ^= x >> np.uint64(30)
+    x *= _M2
+    x ^= x >> np.uint64(27)
+    x *= _M3
+    x ^= x >> np.uint64(31)
+    return x
 
-    Words are found and hashed on the UTF-8 bytes with numpy, without a Python object per
-    word: word boundaries are the sign changes of "is a word byte"; a word's hash mixes its
-    length with its bytes read 8 at a time through an unaligned uint64 view (all bytes of
-    words up to 64 bytes; for longer words the first 64 and the last 8).
+
+def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
+    """(uint64 hash of every word, int64 word offsets per document) of lowercased texts.
+
+    Words are the runs of letters, digits and marks (the words of :func:`normalize_text`),
+    found and hashed on the UTF-8 bytes with numpy, without a Python object per word: word
+    boundaries are the changes of "is a word byte"; a word's hash mixes its length with its
+    bytes read 8 at a time through an unaligned uint64 view (all bytes of words up to 64 bytes;
+    for longer words the first 64 and the last 8).
     """
-    norm = normalize_text(texts)
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    norm = pc.utf8_lower(texts)
     n = len(norm)
     if norm.null_count:
         norm = pc.fill_null(norm, "")
@@ -66,13 +133,21 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     offs = offs - base
     padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
     padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
-    edges = np.flatnonzero(np.diff((~_SEPARATOR[padded[:size]]).view(np.int8), prepend=np.int8(0)))
+    isw = _is_word_byte(padded[:size])
+    change = np.empty(size, bool)
+    if size:
+        change[0] = isw[0]
+        np.not_equal(isw[1:], isw[:-1], out=change[1:])
+    edges = np.flatnonzero(change)
     starts, ends = edges[0::2], edges[1::2]  # every document ends with a space: edges pair up
     if len(starts) == 0:
         return np.zeros(0, np.uint64), np.zeros(n + 1, np.int64)
     lens = (ends - starts).astype(np.uint64)
     win = np.ndarray(shape=(size,), dtype="<u8", buffer=padded.data, strides=(1,))
-    h = mix64((win[starts] & _MASKS[np.minimum(lens, 8)]) ^ (lens * _M1))
+    h = win[starts]
+    h &= _MASKS[np.minimum(lens, 8)]
+    h ^= lens * _M1
+    _mix64_inplace(h)
     longer = np.flatnonzero(lens > 8)
     for k in range(1, _WORD_CHUNKS):
         if len(longer) == 0:
@@ -112,6 +187,13 @@ def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndar
     total = int(out_off[-1])
     if total == 0:
         return np.zeros(0, np.uint64), out_off
+    if not short.any():
+        # the common case: n-gram k of the batch belongs to the output unless it crosses a document end
+        valid = np.ones(len(h), bool)
+        for k in range(1, n):
+            last = offsets[1:] - k  # n-grams starting in a document's last n - 1 words run past its end
+            valid[last[(last >= offsets[:-1]) & (last < len(h))]] = False
+        return _mix64_inplace(h[valid]), out_off
     # gather index of each full shingle: offsets[d] + j for j < full[d]
     doc_of = np.repeat(np.arange(ndocs), full)
     starts = np.repeat(offsets[:-1], full)
@@ -158,7 +240,7 @@ class MinHasher:
             np.cumsum(counts[nz], out=sub_off[1:])
             flat = sh if len(nz) == n else np.concatenate([sh[off[d] : off[d + 1]] for d in nz])
             m = rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, sub_off, self.num_perm, self.seed)
-            sig[nz] = np.asarray(m.to_rows(), dtype=np.uint32)
+            sig[nz] = np.array(m.to_rows(), dtype=np.uint32)
         return sig, counts, sh, off
 
 
@@ -199,10 +281,23 @@ def band_hashes(sig: np.ndarray, bands: int, rows: int) -> np.ndarray:
 def optimal_bands(
     threshold: float, num_perm: int, false_positive_weight: float = 0.5, false_negative_weight: float = 0.5
 ) -> tuple[int, int]:
-    """(bands, rows) minimising weighted false positive and negative probability (datasketch's method)."""
-    from datasketch.lsh import _optimal_param
+    """(bands, rows) minimising weighted false positive and negative probability (datasketch's method).
 
-    b, r = _optimal_param(threshold, num_perm, false_positive_weight, false_negative_weight)
+    The same search as ``datasketch.lsh._optimal_param`` (every b, r with b * r <= num_perm; the
+    first minimum in b-major order), without importing datasketch (and scipy.integrate: 1.4 s
+    per process). The integrands are polynomials of degree b * r <= num_perm, so Gauss-Legendre
+    quadrature with num_perm / 2 + 1 nodes integrates them exactly.
+    """
+    pairs = np.array([(b, r) for b in range(1, num_perm + 1) for r in range(1, num_perm // b + 1)], dtype=np.float64)
+    nodes, weights = np.polynomial.legendre.leggauss(num_perm // 2 + 1)
+
+    def integral(lo: float, hi: float, false_negative: bool) -> np.ndarray:
+        s = (hi - lo) / 2 * nodes + (hi + lo) / 2  # the nodes mapped onto [lo, hi]
+        p = 1 - (1 - s[None, :] ** pairs[:, 1:2]) ** pairs[:, 0:1]  # P(candidate | Jaccard s)
+        return ((1 - p) if false_negative else p) @ weights * (hi - lo) / 2
+
+    error = integral(0.0, threshold, False) * false_positive_weight + integral(threshold, 1.0, True) * false_negative_weight
+    b, r = pairs[int(np.argmin(error))]
     return int(b), int(r)
 
 

@@ -445,6 +445,7 @@ def test_word_bytes_of_malformed_utf8_do_not_fail():
     assert isw[raw.index(b"w\xc3") : raw.index(b"rd") + 2].all()  # w, é (2 bytes), r, d
     assert not isw[raw.index(b"\xff")] and not isw[raw.index(b"\x80")]
     assert isw[-3:].all()  # 中 after the damage
+    assert _is_word_byte(np.frombuffer(b"\x80\x80ab", np.uint8)).tolist() == [False, False, True, True]  # no lead at all
 
 
 def _combine(ws: list[int]) -> int:

@@ -9,7 +9,6 @@ object is made per word or per shingle.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -44,51 +43,62 @@ def normalize_text(texts: pa.Array | pa.ChunkedArray) -> pa.Array:
     return pc.replace_substring_regex(pc.utf8_lower(texts), r"[^\p{L}\p{N}\p{M}\s]+", " ")
 
 
-@functools.cache
-def _word_tables() -> tuple[np.ndarray, np.ndarray]:
-    """(is-word by byte value for ASCII, is-word by code point): classified once by Arrow's own regex engine.
+_NOT_A_CODE_POINT = 0x110000
+# is-word of each code point, filled in as code points are met: -1 unknown, 0 no, 1 yes (per process)
+_CP_CLASS = np.full(_NOT_A_CODE_POINT + 1, -1, np.int8)
+_CP_CLASS[_NOT_A_CODE_POINT] = 0
+_CP_CLASS[0xD800:0xE000] = 0  # surrogates are not characters
+
+
+def _classify(cps: np.ndarray) -> None:
+    """Fill in ``_CP_CLASS`` for these code points with Arrow's own regex engine.
 
     Taking the classes from RE2 (the engine of :func:`normalize_text`) rather than Python's
     ``unicodedata`` keeps both on one Unicode version: the words are exactly the regex's.
     """
-    cps = np.r_[0:0xD800, 0xE000:0x110000]
-    utf8 = "".join(map(chr, cps.tolist())).encode("utf-8")
-    widths = np.select([cps < 0x80, cps < 0x800, cps < 0x10000], [1, 2, 3], 4).astype(np.int32)
-    offsets = np.zeros(len(cps) + 1, np.int32)
-    np.cumsum(widths, out=offsets[1:])
-    chars = pa.StringArray.from_buffers(len(cps), pa.py_buffer(offsets), pa.py_buffer(utf8))
-    by_cp = np.zeros(0x110000 + 1, bool)  # the last entry: anything that is not a code point
-    by_cp[cps] = pc.match_substring_regex(chars, f"^{_WORD_PATTERN}$").to_numpy(zero_copy_only=False)
-    by_byte = np.zeros(256, bool)
-    by_byte[:128] = by_cp[:128]
-    return by_byte, by_cp
+    cps = np.unique(cps)
+    chars = pa.array([chr(c) for c in cps.tolist()], pa.string())
+    _CP_CLASS[cps] = pc.match_substring_regex(chars, f"^{_WORD_PATTERN}$").to_numpy(zero_copy_only=False)
 
 
 def _is_word_byte(b: np.ndarray) -> np.ndarray:
     """Whether each byte of UTF-8 text belongs to a word character (every byte of a character gets its class).
 
-    ASCII bytes go through a 256-entry table; only the non-ASCII bytes (few, in most text) are
-    decoded to code points, vectorised, and looked up in a table of all code points.
-    Malformed UTF-8 never fails: a stray byte is a separator.
+    ASCII bytes are classified with vectorised arithmetic (letters and digits); only the
+    non-ASCII bytes (few, in most text) are decoded to code points, vectorised, and looked up
+    in a per-process table of the code points met so far. Malformed UTF-8 never fails: a byte
+    that is not part of a well-formed character separates words.
     """
-    by_byte, by_cp = _word_tables()
-    isw = by_byte[b]
+    x = b | np.uint8(0x20)  # A-Z -> a-z
+    x -= np.uint8(ord("a"))
+    isw = x < 26
+    np.subtract(b, np.uint8(ord("0")), out=x)
+    isw |= x < 10
     hi = np.flatnonzero(b >= 0x80)
     if len(hi) == 0:
         return isw
     hb = b[hi].astype(np.uint32)
     lead = (hb & 0xC0) != 0x80
     lp = hi[lead]
+    if len(lp) == 0:
+        isw[hi] = False
+        return isw
     c0 = hb[lead]
     pad = np.concatenate([b, np.zeros(3, np.uint8)]).astype(np.uint32)
     c1, c2, c3 = pad[lp + 1] & 0x3F, pad[lp + 2] & 0x3F, pad[lp + 3] & 0x3F
     cp = np.select(
         [c0 < 0xE0, c0 < 0xF0, c0 < 0xF8],
         [((c0 & 0x1F) << 6) | c1, ((c0 & 0x0F) << 12) | (c1 << 6) | c2, ((c0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3],
-        0x110000,
+        _NOT_A_CODE_POINT,
     )
-    width = np.select([c0 < 0xC0, c0 < 0xE0, c0 < 0xF0], [1, 2, 3], 4)  # a stray continuation byte as lead: 1
-    word = by_cp[np.minimum(cp, 0x110000)] & (c0 >= 0xC0)
+    cp = np.minimum(cp, _NOT_A_CODE_POINT)
+    cls = _CP_CLASS[cp]
+    unknown = cls < 0
+    if unknown.any():
+        _classify(cp[unknown])
+        cls = _CP_CLASS[cp]
+    width = np.select([c0 < 0xE0, c0 < 0xF0], [2, 3], 4)
+    word = cls.astype(bool)
     char_of = np.maximum(np.cumsum(lead) - 1, 0)  # the character (lead byte) each non-ASCII byte belongs to
     inside = (hi - lp[char_of]) < width[char_of]  # else a continuation byte with no lead before it
     isw[hi] = word[char_of] & inside & (hi >= lp[0])

@@ -145,6 +145,28 @@ def test_connected_components_are_transitive_and_labelled_by_min():
     assert dict(zip(nodes.tolist(), labels.tolist())) == {5: 5, 6: 5, 7: 5, 100: 100, 101: 100}
 
 
+def _find(parent: dict[int, int], x: int) -> int:
+    parent.setdefault(x, x)
+    while parent[x] != x:
+        x = parent[x]
+    return x
+
+
+def test_connected_components_match_a_python_union_find():
+    rng = np.random.default_rng(3)
+    for n, m in [(2, 1), (50, 30), (400, 500), (5000, 4000)]:
+        a, b = rng.integers(0, n, m) * 3 + 1, rng.integers(0, n, m) * 3 + 1
+        parent: dict[int, int] = {}
+        for x, y in zip(a.tolist(), b.tolist()):
+            rx, ry = _find(parent, x), _find(parent, y)
+            parent[max(rx, ry)] = min(rx, ry)
+        nodes, labels = connected_components(a, b)
+        assert nodes.tolist() == sorted(parent)
+        assert labels.tolist() == [_find(parent, x) for x in nodes.tolist()]
+    chain = np.arange(20000, dtype=np.int64)[::-1].copy()  # a long path, given from its far end
+    assert set(connected_components(chain, chain + 1)[1].tolist()) == {0}
+
+
 def test_survivor_priority_then_length_then_id():
     members = pa.table(
         {

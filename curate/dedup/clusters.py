@@ -4,8 +4,9 @@ Documents are addressed by a 64-bit *doc key*, ``shard_index << 32 | row``, so t
 removal pass can find its rows in each input shard without a lookup table.
 
 Memory of the component step is proportional to the documents that appear in edges,
-not to the corpus: per such document 8 bytes (its key) + 4 bytes (its label) + 8 bytes
-per edge end in scipy's sparse graph (CSR indices and data).
+not to the corpus: per such document 8 bytes (its key) + 8 (its label) + 4 (its parent in
+the union-find), and per edge 2 x 4 bytes of node indices (with the numpy temporaries of one
+round, about 3 times that).
 """
 
 from __future__ import annotations
@@ -42,20 +43,32 @@ def connected_components(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
 
     Returns ``(nodes, labels)``: every doc key in an edge, sorted, and its component
     label (the smallest doc key of the component), so labels are stable across runs.
-    """
-    from scipy.sparse import coo_matrix
-    from scipy.sparse.csgraph import connected_components as cc
 
+    A vectorised union-find over node indices: each round hooks the larger root of every
+    edge whose ends have different roots under the smaller one, then halves paths until every
+    node points at its root. A parent is never larger than its node, so the root of a
+    component ends as its smallest node. Rounds are few for duplicate clusters (they are
+    small); each costs a pass over the edges.
+    """
     if len(a) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     nodes, inv = np.unique(np.concatenate([a, b]), return_inverse=True)
-    ia, ib = inv[: len(a)].astype(np.int32), inv[len(a) :].astype(np.int32)
-    graph = coo_matrix((np.ones(len(ia), np.int8), (ia, ib)), shape=(len(nodes), len(nodes))).tocsr()
-    _, comp = cc(graph, directed=False)
-    # label each component by its smallest node key
-    first = np.full(comp.max() + 1, np.iinfo(np.int64).max, np.int64)
-    np.minimum.at(first, comp, nodes)
-    return nodes, first[comp]
+    index = np.int32 if len(nodes) < 2**31 else np.int64
+    ia, ib = inv[: len(a)].astype(index), inv[len(a) :].astype(index)
+    parent = np.arange(len(nodes), dtype=index)
+    while True:
+        ra, rb = parent[ia], parent[ib]
+        differ = ra != rb
+        if not differ.any():
+            break
+        ia, ib, ra, rb = ia[differ], ib[differ], ra[differ], rb[differ]  # settled edges stay settled
+        np.minimum.at(parent, np.maximum(ra, rb), np.minimum(ra, rb))
+        while True:
+            grand = parent[parent]
+            if np.array_equal(grand, parent):
+                break
+            parent = grand
+    return nodes, nodes[parent]
 
 
 def choose_survivors(members: pa.Table, tie_break_longest: bool = True) -> pa.Table:

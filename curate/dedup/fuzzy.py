@@ -9,7 +9,7 @@ b. ``candidates/band-BB.parquet``: per band, candidate pairs from runs of equal 
    hashes (sorting, no in-memory dictionary); ``pairs/chunk-C.parquet``: their union
    without repeats; ``edges/chunk-C.parquet``: the pairs whose Jaccard (estimated from
    the signatures, or exact from ``shingles/``) reaches the threshold, with ``--verify``;
-c. ``components.parquet``: connected components of the edges (scipy);
+c. ``components.parquet``: connected components of the edges (a vectorised union-find);
 d. ``OUT/_clusters.parquet`` (id, cluster, source, kept), then the removal pass writing
    the kept documents with ``dup_cluster`` and the dropped ones with ``dup_of``.
 

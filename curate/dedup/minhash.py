@@ -1,10 +1,10 @@
 """Shingling and MinHash signatures in bulk, and the LSH band choice.
 
-A batch of documents is normalised with Arrow kernels (lowercase, punctuation to
-spaces), words are found and hashed on the UTF-8 bytes with numpy, word n-gram
-shingles are combined from word hashes with vectorised numpy arithmetic, and rensa
-(Rust) turns the flat shingle-hash buffer into a MinHash signature matrix. No Python
-object is made per word or per shingle.
+A batch of documents is lowercased with Arrow, words (runs of letters, digits and
+marks: the words of :func:`normalize_text`) are found and hashed on the UTF-8 bytes with
+numpy, word n-gram shingles are combined from word hashes with vectorised numpy
+arithmetic, and rensa (Rust) turns the flat shingle-hash buffer into a MinHash signature
+matrix. No Python object is made per word or per shingle.
 """
 
 from __future__ import annotations

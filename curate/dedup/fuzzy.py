@@ -43,7 +43,7 @@ from curate.dataset import (
 )
 from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
 from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
-from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands, unique_per_doc
+from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
 from curate.errors import CurateError
 from curate.executor import Executor, LocalExecutor
 from curate.schema import source_rank
@@ -141,9 +141,10 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
         has = counts > 0
         bands_list.append((bh[has], keys[has]))
         if cfg.verify == "exact":
-            u, uoff = unique_per_doc(sh, off)
-            sh_list.append(u)
-            sh_off.extend((sh_off[-1] + uoff[1:]).tolist())
+            # 32 bits of each shingle hash, in document order: made into sets only for the
+            # documents that verification needs (ShingleStore.load), not for every document
+            sh_list.append(sh.astype(np.uint32))
+            sh_off.extend((sh_off[-1] + off[1:]).tolist())
     schema = pa.schema(
         [
             ("doc", pa.int64()),

@@ -15,7 +15,7 @@ import numpy as np
 
 from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
-from curate.dedup.minhash import exact_jaccard
+from curate.dedup.minhash import exact_jaccard, unique_per_doc
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 
@@ -88,11 +88,12 @@ class SignatureStore:
 
 
 class ShingleStore:
-    """Sorted unique shingle hashes per document (for ``--verify exact``).
+    """Shingle hashes per document (32 bits each, for ``--verify exact``), as sorted sets on loading.
 
-    :meth:`load` copies the sets of the documents one verification chunk needs, shard by
-    shard, out of memory maps that are closed right after: memory holds those sets only
-    (4 bytes per shingle), never a whole shard's file.
+    The signature phase stores every document's shingle hashes as they come; only the
+    documents that verification needs are made into sets, in one vectorised pass per shard.
+    :meth:`load` copies them out of memory maps that are closed right after: memory holds
+    the sets of one verification chunk (4 bytes per shingle), never a whole shard's file.
     """
 
     def __init__(self, dir_: Path) -> None:
@@ -105,10 +106,16 @@ class ShingleStore:
         shards = shard_of(keys)
         for s in np.unique(shards):
             sel = keys[shards == s]
+            rows = row_of(sel)
             flat = np_load(self.dir / f"part-{int(s):05d}.npy")
             off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
-            for k, r in zip(sel.tolist(), row_of(sel).tolist()):
-                out[k] = np.array(flat[off[r] : off[r + 1]])
+            starts, counts = np.asarray(off[rows]), np.asarray(off[rows + 1] - off[rows])
+            sub_off = np.zeros(len(rows) + 1, np.int64)
+            np.cumsum(counts, out=sub_off[1:])
+            gather = np.arange(int(sub_off[-1]), dtype=np.int64) + np.repeat(starts - sub_off[:-1], counts)
+            sets, set_off = unique_per_doc(np.asarray(flat[gather]), sub_off)
+            for i, k in enumerate(sel.tolist()):
+                out[k] = sets[set_off[i] : set_off[i + 1]]
             del flat, off  # unmap: the pages read no longer count against the process
         return out
 

@@ -138,6 +138,19 @@ def test_candidate_pairs_small_and_large_runs():
     assert len(a) < 2 * 100  # linear, not quadratic
 
 
+def test_candidate_pairs_are_every_pair_of_small_runs():
+    rng = np.random.default_rng(7)
+    hashes = rng.integers(0, 400, 3000).astype(np.uint64)  # runs of many sizes, none over 32
+    docs = rng.permutation(3000).astype(np.int64)
+    groups: dict[int, list[int]] = {}
+    for h, d in zip(hashes.tolist(), docs.tolist()):
+        groups.setdefault(h, []).append(d)
+    assert max(map(len, groups.values())) <= 32
+    expect = sorted((min(x, y), max(x, y)) for g in groups.values() for i, x in enumerate(g) for y in g[i + 1 :])
+    a, b = candidate_pairs(hashes, docs)
+    assert sorted(zip(a.tolist(), b.tolist())) == expect
+
+
 def test_connected_components_are_transitive_and_labelled_by_min():
     a = np.array([5, 6, 100], np.int64)
     b = np.array([6, 7, 101], np.int64)

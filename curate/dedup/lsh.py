@@ -37,15 +37,17 @@ def candidate_pairs(hashes: np.ndarray, docs: np.ndarray, all_pairs_max: int = A
     s2 = starts[pair_runs]
     out_a.append(d[s2])
     out_b.append(d[s2 + 1])
-    for s, n in zip(starts[~pair_runs], sizes[~pair_runs]):
+    rest_starts, rest_sizes = starts[~pair_runs], sizes[~pair_runs]
+    small = rest_sizes <= all_pairs_max
+    for n in np.unique(rest_sizes[small]).tolist():  # every run of one size at once
+        i, j = np.triu_indices(n, k=1)
+        s_n = rest_starts[small & (rest_sizes == n)][:, None]
+        out_a.append(d[s_n + i].ravel())
+        out_b.append(d[s_n + j].ravel())
+    for s, n in zip(rest_starts[~small].tolist(), rest_sizes[~small].tolist()):  # a star plus a chain
         run = d[s : s + n]
-        if n <= all_pairs_max:
-            i, j = np.triu_indices(n, k=1)
-            out_a.append(run[i])
-            out_b.append(run[j])
-        else:
-            out_a.extend([np.full(n - 1, run[0]), run[1:-1]])
-            out_b.extend([run[1:], run[2:]])
+        out_a.extend([np.full(n - 1, run[0]), run[1:-1]])
+        out_b.extend([run[1:], run[2:]])
     a, b = np.concatenate(out_a), np.concatenate(out_b)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
     keep = lo != hi

@@ -6,6 +6,8 @@ import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import zstandard
 from click.testing import CliRunner
@@ -56,6 +58,24 @@ def write_jsonl_zst(path: Path, rows: list[dict | str]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     lines = [r if isinstance(r, str) else json.dumps(r) for r in rows]
     path.write_bytes(zstandard.ZstdCompressor(level=3, write_checksum=True).compress(("\n".join(lines) + "\n").encode()))
+    return path
+
+
+def write_raw_shard(path: Path, texts: list[bytes], source: str = "cc/x") -> Path:
+    """A dataset directory of one shard whose ``text`` holds these bytes unchecked (Arrow does not
+    validate UTF-8 on write): ids a, b, c, ... Returns the directory."""
+    n = len(texts)
+    table = pa.table(
+        {
+            "id": [chr(ord("a") + i) for i in range(n)],
+            "text": pa.array(texts, pa.large_binary()).view(pa.large_string()),
+            "source": [source] * n,
+            "url": pa.nulls(n, pa.string()),
+            "meta": pa.nulls(n, pa.string()),
+        }
+    )
+    path.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path / "part-00000.parquet")
     return path
 
 

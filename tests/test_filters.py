@@ -21,7 +21,7 @@ from curate.schema import BASE_SCHEMA
 from curate.stages.filters import RULE_SETS, FilterConfig, default_config_path
 from curate.stages.filters.c4 import count_sentences
 from curate.stages.filters.text import Doc, words
-from tests.conftest import prose
+from tests.conftest import prose, write_raw_shard
 
 # --------------------------------------------------------------------------- helpers
 
@@ -460,18 +460,8 @@ def test_filter_rules_option_and_thresholds_from_config(tmp_path, run):
 def test_filter_bad_input_never_crashes_a_shard(tmp_path, run):
     big = (prose(7, 200) + "\n\n") * 7000  # ~10 MB, repetitive
     good = "\n".join(prose(i, 40) for i in range(10))
-    texts = pa.array([b"ok", "\u00e9 broken \xed\xa0\x80 surrogate".encode("latin-1"), big.encode(), good.encode()], pa.large_binary())
-    table = pa.table(
-        {
-            "id": ["a", "b", "c", "d"],
-            "text": texts.view(pa.large_string()),  # invalid UTF-8 on purpose (Arrow does not check on write)
-            "source": ["cc/x"] * 4,
-            "url": pa.nulls(4, pa.string()),
-            "meta": pa.nulls(4, pa.string()),
-        }
-    )
-    (tmp_path / "in").mkdir()
-    pq.write_table(table, tmp_path / "in" / "part-00000.parquet")
+    # invalid UTF-8 on purpose in "b"
+    write_raw_shard(tmp_path / "in", [b"ok", "\u00e9 broken \xed\xa0\x80 surrogate".encode("latin-1"), big.encode(), good.encode()])
     out = tmp_path / "out"
     run("filter", "--in", tmp_path / "in", "--out", out, "--keep-rejected", "--workers", "1")
     stats = read_success(out)

@@ -19,7 +19,7 @@ from curate.dataset import read_success
 from curate.errors import CurateError
 from curate.schema import BASE_SCHEMA
 from curate.stages.langid import DEFAULT_MODEL, DEFAULT_MODEL_SHA256, LangIdStage, load_model, sample_text
-from tests.conftest import prose
+from tests.conftest import prose, write_raw_shard
 
 DATA = Path(__file__).parent / "data"
 UDHR = json.loads((DATA / "udhr.json").read_text(encoding="utf-8"))["languages"]
@@ -169,17 +169,7 @@ def test_invalid_utf8_and_huge_documents_do_not_crash_a_shard(tmp_path, run):
     eng = "\n".join(UDHR["eng"]["articles"])
     values = [eng.encode(), b"caf\xc3\xa9 \xed\xa0\x80 broken", (eng + "\n") * 4000, b""]
     values[2] = values[2].encode() if isinstance(values[2], str) else values[2]
-    table = pa.table(
-        {
-            "id": ["a", "b", "c", "d"],
-            "text": pa.array(values, pa.large_binary()).view(pa.large_string()),
-            "source": ["cc/x"] * 4,
-            "url": pa.nulls(4, pa.string()),
-            "meta": pa.nulls(4, pa.string()),
-        }
-    )
-    (tmp_path / "in").mkdir()
-    pq.write_table(table, tmp_path / "in" / "part-00000.parquet")
+    write_raw_shard(tmp_path / "in", values)
     out = tmp_path / "out"
     res = run("langid", "--in", tmp_path / "in", "--out", out, "--keep-rejected", "--workers", "1")
     assert "4 -> 2 docs" in res.stdout

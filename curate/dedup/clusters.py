@@ -45,8 +45,8 @@ def connected_components(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.n
     label (the smallest doc key of the component), so labels are stable across runs.
 
     A vectorised union-find over node indices: each round hooks the larger root of every
-    edge whose ends have different roots under the smaller one, then halves paths until every
-    node points at its root. A parent is never larger than its node, so the root of a
+    edge whose ends have different roots under the smaller one, then jumps pointers
+    (parent = parent[parent]) until every node points at its root. A parent is never larger than its node, so the root of a
     component ends as its smallest node. Rounds are few for duplicate clusters (they are
     small); each costs a pass over the edges.
     """

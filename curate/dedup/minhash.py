@@ -22,12 +22,18 @@ _M3 = np.uint64(0x94D049BB133111EB)
 
 
 def mix64(x: np.ndarray) -> np.ndarray:
-    """splitmix64's finaliser: spreads polynomial combinations over all 64 bits."""
-    x = x ^ (x >> np.uint64(30))
-    x = x * _M2
-    x = x ^ (x >> np.uint64(27))
-    x = x * _M3
-    return x ^ (x >> np.uint64(31))
+    """splitmix64's finaliser: spreads polynomial combinations over all 64 bits (a new array)."""
+    return _mix64_inplace(np.array(x, np.uint64))
+
+
+def _mix64_inplace(x: np.ndarray) -> np.ndarray:
+    """:func:`mix64` in place: no temporaries the size of ``x`` (which it overwrites)."""
+    x ^= x >> np.uint64(30)
+    x *= _M2
+    x ^= x >> np.uint64(27)
+    x *= _M3
+    x ^= x >> np.uint64(31)
+    return x
 
 
 _WORD_PATTERN = r"[\p{L}\p{N}\p{M}]"  # letters, digits and marks make words; every other character separates
@@ -61,6 +67,12 @@ def _classify(cps: np.ndarray) -> None:
     _CP_CLASS[cps] = pc.match_substring_regex(chars, f"^{_WORD_PATTERN}$").to_numpy(zero_copy_only=False)
 
 
+def _continuation(b: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """The 6 payload bits of the bytes at ``idx`` (0 past the end of ``b``), as uint32."""
+    inside = idx < len(b)
+    return np.where(inside, b[np.where(inside, idx, 0)], 0).astype(np.uint32) & 0x3F
+
+
 def _is_word_byte(b: np.ndarray) -> np.ndarray:
     """Whether each byte of UTF-8 text belongs to a word character (every byte of a character gets its class).
 
@@ -84,8 +96,7 @@ def _is_word_byte(b: np.ndarray) -> np.ndarray:
         isw[hi] = False
         return isw
     c0 = hb[lead]
-    pad = np.concatenate([b, np.zeros(3, np.uint8)]).astype(np.uint32)
-    c1, c2, c3 = pad[lp + 1] & 0x3F, pad[lp + 2] & 0x3F, pad[lp + 3] & 0x3F
+    c1, c2, c3 = (_continuation(b, lp + k) for k in (1, 2, 3))
     cp = np.select(
         [c0 < 0xE0, c0 < 0xF0, c0 < 0xF8],
         [((c0 & 0x1F) << 6) | c1, ((c0 & 0x0F) << 12) | (c1 << 6) | c2, ((c0 & 0x07) << 18) | (c1 << 12) | (c2 << 6) | c3],
@@ -107,16 +118,6 @@ def _is_word_byte(b: np.ndarray) -> np.ndarray:
 
 _MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
 _WORD_CHUNKS = 8  # words are hashed on their first 64 bytes, their last 8 and their length
-
-
-def _mix64_inplace(x: np.ndarray) -> np.ndarray:
-    """:func:`mix64` without temporaries the size of ``x`` (which it overwrites)."""
-    x ^= x >> np.uint64(30)
-    x *= _M2
-    x ^= x >> np.uint64(27)
-    x *= _M3
-    x ^= x >> np.uint64(31)
-    return x
 
 
 def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import errno
 import glob
+import hashlib
 import io
 import json
 import logging
@@ -327,6 +328,12 @@ def is_local(path: str | os.PathLike | RemotePath) -> bool:
 def open_input(path: AnyPath, mode: str = "rb") -> Any:
     """Open a file for reading, local or remote (a seekable binary file object by default)."""
     return open(path, mode) if isinstance(path, Path) else path.open(mode)  # noqa: SIM115 - the caller closes it
+
+
+def file_sha256(path: AnyPath) -> str:
+    """Hex sha256 of a file's bytes, local or remote, read in chunks."""
+    with open_input(as_path(path)) as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
 
 
 def glob_paths(pattern: str) -> list[AnyPath]:

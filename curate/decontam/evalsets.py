@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curate.dataset import as_path, open_input
+from curate.dataset import as_path, file_sha256, open_input
 from curate.errors import CurateError
 from curate.hub import check_hub_reachable
 
@@ -270,14 +270,6 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[str]:
             row_no += 1
 
 
-def _file_sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open_input(path) as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 # --------------------------------------------------------------------------- hub
 
 
@@ -319,7 +311,7 @@ def load_eval_set(spec: EvalSpec) -> EvalSet:
     if spec.kind == "file":
         path = as_path(spec.source)
         texts = list(_file_records(path, spec.fields))
-        digest = _file_sha256(path)
+        digest = file_sha256(path)
     else:
         texts, digest = _hub_records(spec)
     if not texts:

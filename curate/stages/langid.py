@@ -18,7 +18,6 @@ digits, punctuation) is not given to the model: it gets ``lang = "und"`` and sco
 from __future__ import annotations
 
 import functools
-import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,7 +26,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import MapResult
+from curate.dataset import MapResult, file_sha256
 from curate.errors import CurateError
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
 from curate.stages.textcol import decode_texts
@@ -93,7 +92,7 @@ def load_model(path: str) -> Any:
     if not p.is_file():
         raise CurateError(f"{p}: no such language-ID model file")
     if p.resolve() == DEFAULT_MODEL:
-        digest = hashlib.sha256(p.read_bytes()).hexdigest()
+        digest = file_sha256(p)
         if digest != DEFAULT_MODEL_SHA256:
             raise CurateError(
                 f"{p}: sha256 {digest[:12]}... is not the shipped lid.176.ftz ({DEFAULT_MODEL_SHA256[:12]}...); reinstall curate"

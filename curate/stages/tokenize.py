@@ -31,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import __version__, megatron
-from curate.dataset import AnyPath, as_path
+from curate.dataset import AnyPath, as_path, file_sha256
 from curate.errors import CurateError
 
 log = logging.getLogger("curate")
@@ -66,14 +66,6 @@ KNOWN_TIKTOKEN_FILES: dict[int, tuple[str, str, dict[str, int]]] = {
 HF_EOD_CANDIDATES = (ENDOFTEXT, "<|end_of_text|>", "</s>", "<eos>", "<|eos|>", "[SEP]")
 
 
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def _data_gym_byte_map() -> dict[str, int]:
     """GPT-2's printable stand-ins for bytes (the ``bytes_to_unicode`` table), inverted."""
     printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
@@ -94,7 +86,7 @@ def gpt2_mergeable_ranks(encoder_json: Path, vocab_bpe: Path) -> dict[bytes, int
     agree, and tests/test_tokenize.py checks that they do); other files go through
     ``tiktoken.load.data_gym_to_mergeable_bpe_ranks``, which checks them.
     """
-    if _sha256(encoder_json) == GPT2_ENCODER_SHA256 and _sha256(vocab_bpe) == GPT2_VOCAB_SHA256:
+    if file_sha256(encoder_json) == GPT2_ENCODER_SHA256 and file_sha256(vocab_bpe) == GPT2_VOCAB_SHA256:
         byte_of = _data_gym_byte_map()
         encoder = json.loads(encoder_json.read_text(encoding="utf-8"))
         return {bytes(byte_of[c] for c in token): rank for token, rank in encoder.items() if token not in (ENDOFTEXT, "<|startoftext|>")}
@@ -193,14 +185,14 @@ def _hf(path: Path, source: str, eod_token: str | None) -> Tokenizer:
     else:
         eod_name = next((t for t in HF_EOD_CANDIDATES if t in vocab), None)
     eod = vocab[eod_name] if eod_name is not None else None
-    return Tokenizer("hf", path.name, source, _sha256(path), vocab_size, eod, eod_name, tok)
+    return Tokenizer("hf", path.name, source, file_sha256(path), vocab_size, eod, eod_name, tok)
 
 
 def _tiktoken_file(path: Path, source: str, eod_token: str | None) -> Tokenizer:
     import tiktoken
     from tiktoken.load import load_tiktoken_bpe
 
-    sha = _sha256(path)
+    sha = file_sha256(path)
     try:
         ranks = load_tiktoken_bpe(str(path), expected_hash=sha)
     except (ValueError, UnicodeDecodeError) as exc:

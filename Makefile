@@ -14,7 +14,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+# setup.py compiles curate/dedup/_shingles.c (optional: without a compiler dedup runs on numpy)
+$(VENV)/.installed: pyproject.toml setup.py curate/dedup/_shingles.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 

@@ -6,6 +6,7 @@ import json
 import os
 import random
 import re
+import shutil
 import subprocess
 import sys
 
@@ -15,16 +16,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from curate.dedup import minhash
 from curate.dedup.clusters import choose_survivors, connected_components
 from curate.dedup.lsh import candidate_pairs
 from curate.dedup.minhash import (
     _M1,
+    EMPTY,
     MinHasher,
     _is_word_byte,
     band_hashes,
     exact_jaccard,
     mix64,
     normalize_text,
+    oph_signatures,
     optimal_bands,
     shingle_hashes,
     unique_per_doc,
@@ -502,3 +506,96 @@ def test_shingle_hashes_match_a_python_reference():
             grams = [d[j : j + 5] for j in range(len(d) - 4)] if len(d) >= 5 else ([d] if d else [])
             expect = mix64(np.array([_combine(g) for g in grams], np.uint64)).tolist() if grams else []
             assert sh[soff[i] : soff[i + 1]].tolist() == expect
+
+
+# --------------------------------------------------------------------------- the compiled kernel
+
+
+def _numpy_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(minhash, "_native", None)
+
+
+def test_compiled_kernel_is_built_where_a_compiler_is():
+    """setup.py builds it optionally; with a C compiler here, a missing kernel is a build bug, not a fallback."""
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler: fuzzy dedup runs on the numpy implementation")
+    assert minhash._native is not None
+
+
+def test_compiled_shingles_equal_numpy_shingles(monkeypatch):
+    """Same hashes from the kernel and numpy: mixed case and scripts, long words, short, empty and null documents, slices."""
+    if minhash._native is None:
+        pytest.skip("compiled kernel not built")
+    rng = random.Random(3)
+    alphabet = "abcXYZ019 \t\n.,;!?'-—…“” éÉüßÇñØ İıΣσς ЖжЁё ع٣ दि 中文 かな 한국 ́ 😀👍🏽 \u00a0\u3000 ²₃ K"
+    texts: list[str | None] = ["", None, "   ", "word", "A b", "x" * 64, "y" * 65 + " " + "Z" * 8 + " " + "q" * 16, "ends with a word"]
+    texts += ["".join(rng.choice(alphabet) for _ in range(rng.randint(0, 300))) for _ in range(300)]
+    texts += [
+        " ".join(rng.choice(VOCAB).upper() if rng.random() < 0.2 else rng.choice(VOCAB) for _ in range(rng.randint(0, 90)))
+        for _ in range(200)
+    ]
+    arrays = [
+        pa.array(texts, pa.large_string()),
+        pa.array(texts, pa.string()).slice(7, 400),  # an offset into Arrow's buffers, 32-bit offsets
+        pa.chunked_array([pa.array(texts[:250]), pa.array(texts[250:])]),
+        pa.array([t for t in texts if t and t.isascii()], pa.large_string()),  # the all-ASCII path
+    ]
+    for ngram in (1, 2, 5, 13):
+        for arr in arrays:
+            native = MinHasher(ngram=ngram).shingles(arr)
+            with monkeypatch.context() as m:
+                _numpy_only(m)
+                ref = MinHasher(ngram=ngram).shingles(arr)
+            assert np.array_equal(native[1], ref[1]) and np.array_equal(native[0], ref[0])
+
+
+def test_compiled_signatures_equal_numpy_signatures(monkeypatch):
+    """Rounds, probing and rotation give the same bins in C and numpy, for any bin count, seed and round count."""
+    if minhash._native is None:
+        pytest.skip("compiled kernel not built")
+    rng = np.random.default_rng(1)
+    sizes = rng.choice([0, 1, 2, 3, 7, 20, 64, 130, 600], size=600)
+    off = np.zeros(len(sizes) + 1, np.int64)
+    np.cumsum(sizes, out=off[1:])
+    sh = rng.integers(0, 2**64, size=int(off[-1]), dtype=np.uint64)
+    for num_perm, seed, rounds in ((128, 42, 4), (16, 1, 1), (7, -3, 2), (256, 5, 8)):
+        native = oph_signatures(sh, off, num_perm, seed, rounds)
+        with monkeypatch.context() as m:
+            _numpy_only(m)
+            ref = oph_signatures(sh, off, num_perm, seed, rounds)
+        assert np.array_equal(native, ref), (num_perm, seed, rounds)
+        assert (native[sizes == 0] == EMPTY).all() and not (native[sizes > 0] == EMPTY).any()
+
+
+def test_compiled_kernel_rejects_bad_buffers():
+    if minhash._native is None:
+        pytest.skip("compiled kernel not built")
+    text = np.frombuffer(b"ab cd", np.uint8)
+    out, out_off = np.empty(8, np.uint64), np.empty(2, np.int64)
+    with pytest.raises(ValueError, match="outside"):
+        minhash._native.shingle_hashes(text, np.array([0, 9], np.int64), np.zeros(0, np.uint8), 2, out, out_off)
+    with pytest.raises(ValueError, match="too small"):
+        minhash._native.shingle_hashes(text, np.array([0, 5], np.int64), np.zeros(0, np.uint8), 1, np.empty(1, np.uint64), out_off)
+    with pytest.raises(ValueError, match="non-ASCII"):  # a byte >= 0x80 without its class
+        minhash._native.shingle_hashes(
+            np.frombuffer("é".encode(), np.uint8), np.array([0, 2], np.int64), np.zeros(1, np.uint8), 1, out, out_off
+        )
+    assert minhash._native.shingle_hashes(text, np.array([0, 5], np.int64), np.zeros(0, np.uint8), 1, out, out_off) == 2
+
+
+def test_oph_estimates_jaccard_like_independent_permutations():
+    """Mean and spread of the estimate at J = 0.8 for sets of 45 to 2,000 shingles: unbiased, within 15% of binomial."""
+    rng = np.random.default_rng(7)
+    for size in (45, 128, 600, 2000):
+        c = round(2 * 0.8 * size / 1.8)  # |A & B| for |A| = |B| = size at J = 0.8
+        truth = c / (2 * size - c)
+        sh, off = [], [0]
+        for _ in range(400):
+            u = rng.integers(0, 2**64, size=2 * size - c, dtype=np.uint64)
+            for x in (u[:size], u[size - c :]):
+                sh.append(x)
+                off.append(off[-1] + len(x))
+        sig = oph_signatures(np.concatenate(sh), np.array(off), 128, 11)
+        err = (sig[0::2] == sig[1::2]).mean(axis=1) - truth
+        assert abs(err.mean()) < 0.006, size
+        assert err.std() < 1.15 * np.sqrt(truth * (1 - truth) / 128), size

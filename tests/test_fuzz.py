@@ -346,6 +346,18 @@ def test_shingles_ignore_case_punctuation_and_spacing(words, data):
     assert np.array_equal(sig[0], sig[1])
 
 
+@given(st.lists(st.one_of(st.none(), st.text(), st.text(alphabet="aZ9 éÉ-中\u0301\u00a0", max_size=200)), max_size=8), st.integers(1, 6))
+def test_compiled_shingles_equal_numpy_on_any_text(texts, ngram):
+    from curate.dedup import minhash
+
+    if minhash._native is None:
+        pytest.skip("compiled kernel not built")
+    arr = pa.array(texts, pa.large_string())
+    native = minhash.MinHasher(ngram=ngram).shingles(arr)
+    ref = minhash.shingle_hashes(*minhash.word_hashes(arr), ngram)
+    assert np.array_equal(native[1], ref[1]) and np.array_equal(native[0], ref[0])
+
+
 # --------------------------------------------------------------------------- decontamination
 
 

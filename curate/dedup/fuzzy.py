@@ -41,6 +41,7 @@ from curate.dataset import (
     write_json_atomic,
     write_table_atomic,
 )
+from curate.dedup import minhash
 from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
 from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
 from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
@@ -325,13 +326,14 @@ def run_fuzzy(
     work = od.path / "_work"
     timings: dict[str, float] = {}
     log.info(
-        "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s",
+        "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s, shingling %s",
         len(files),
         cfg.num_perm,
         cfg.bands,
         cfg.rows,
         cfg.threshold,
         cfg.verify,
+        "compiled" if minhash._native is not None else "numpy (the compiled kernel is not built: no C compiler at install?)",
     )
 
     t = time.perf_counter()

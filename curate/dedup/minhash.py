@@ -3,8 +3,9 @@
 A batch of documents is lowercased with Arrow, words (runs of letters, digits and
 marks: the words of :func:`normalize_text`) are found and hashed on the UTF-8 bytes with
 numpy, word n-gram shingles are combined from word hashes with vectorised numpy
-arithmetic, and rensa (Rust) turns the flat shingle-hash buffer into a MinHash signature
-matrix. No Python object is made per word or per shingle.
+arithmetic, and one-permutation MinHash (:func:`oph_signatures`) turns the flat
+shingle-hash buffer into a signature matrix in one pass. No Python object is made per
+word or per shingle.
 """
 
 from __future__ import annotations
@@ -14,7 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import rensa
+
+try:  # the compiled twin of word_hashes + shingle_hashes (setup.py builds it; optional)
+    from curate.dedup import _shingles as _native
+except ImportError:  # no C compiler at install time: the numpy code below, same hashes
+    _native = None
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)
@@ -77,9 +82,7 @@ def _is_word_byte(b: np.ndarray) -> np.ndarray:
     """Whether each byte of UTF-8 text belongs to a word character (every byte of a character gets its class).
 
     ASCII bytes are classified with vectorised arithmetic (letters and digits); only the
-    non-ASCII bytes (few, in most text) are decoded to code points, vectorised, and looked up
-    in a per-process table of the code points met so far. Malformed UTF-8 never fails: a byte
-    that is not part of a well-formed character separates words.
+    non-ASCII bytes (few, in most text) are decoded (:func:`_non_ascii_is_word`).
     """
     x = b | np.uint8(0x20)  # A-Z -> a-z
     x -= np.uint8(ord("a"))
@@ -87,14 +90,23 @@ def _is_word_byte(b: np.ndarray) -> np.ndarray:
     np.subtract(b, np.uint8(ord("0")), out=x)
     isw |= x < 10
     hi = np.flatnonzero(b >= 0x80)
-    if len(hi) == 0:
-        return isw
+    if len(hi):
+        isw[hi] = _non_ascii_is_word(b, hi)
+    return isw
+
+
+def _non_ascii_is_word(b: np.ndarray, hi: np.ndarray) -> np.ndarray:
+    """Whether each byte of UTF-8 text ``b`` at ``hi`` (the positions of all bytes >= 0x80, in order) is in a word.
+
+    The bytes are decoded to code points, vectorised, and looked up in a per-process table of
+    the code points met so far. Malformed UTF-8 never fails: a byte that is not part of a
+    well-formed character separates words.
+    """
     hb = b[hi].astype(np.uint32)
     lead = (hb & 0xC0) != 0x80
     lp = hi[lead]
     if len(lp) == 0:
-        isw[hi] = False
-        return isw
+        return np.zeros(len(hi), bool)
     c0 = hb[lead]
     c1, c2, c3 = (_continuation(b, lp + k) for k in (1, 2, 3))
     cp = np.select(
@@ -112,12 +124,33 @@ def _is_word_byte(b: np.ndarray) -> np.ndarray:
     word = cls.astype(bool)
     char_of = np.maximum(np.cumsum(lead) - 1, 0)  # the character (lead byte) each non-ASCII byte belongs to
     inside = (hi - lp[char_of]) < width[char_of]  # else a continuation byte with no lead before it
-    isw[hi] = word[char_of] & inside & (hi >= lp[0])
-    return isw
+    return word[char_of] & inside & (hi >= lp[0])
 
 
 _MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
 _WORD_CHUNKS = 8  # words are hashed on their first 64 bytes, their last 8 and their length
+
+
+def _word_bytes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
+    """(lowercased UTF-8 bytes + 8 zero bytes, their size, int64 document offsets, is-word mask).
+
+    Every document is followed by a space, so no word runs from one document into the next.
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    norm = pc.utf8_lower(texts)
+    n = len(norm)
+    if norm.null_count:
+        norm = pc.fill_null(norm, "")
+    norm = pc.binary_join_element_wise(norm, pa.scalar(" ", norm.type), pa.scalar("", norm.type)).cast(pa.large_binary())
+    bufs = norm.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
+    base = int(offs[0])
+    size = int(offs[-1]) - base
+    offs = offs - base
+    padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
+    padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
+    return padded, size, offs, _is_word_byte(padded[:size])
 
 
 def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -129,22 +162,8 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     bytes read 8 at a time through an unaligned uint64 view (all bytes of words up to 64 bytes;
     for longer words the first 64 and the last 8).
     """
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    norm = pc.utf8_lower(texts)
-    n = len(norm)
-    if norm.null_count:
-        norm = pc.fill_null(norm, "")
-    # a space after every document: no word can run from one document into the next
-    norm = pc.binary_join_element_wise(norm, pa.scalar(" ", norm.type), pa.scalar("", norm.type)).cast(pa.large_binary())
-    bufs = norm.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
-    base = int(offs[0])
-    size = int(offs[-1]) - base
-    offs = offs - base
-    padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
-    padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
-    isw = _is_word_byte(padded[:size])
+    padded, size, offs, isw = _word_bytes(texts)
+    n = len(offs) - 1
     change = np.empty(size, bool)
     if size:
         change[0] = isw[0]
@@ -169,6 +188,40 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     if len(longer):
         h[longer] = mix64(h[longer] * _M1 + win[ends[longer] - 8])
     return h, np.searchsorted(starts, offs)
+
+
+def _native_shingles(texts: pa.Array | pa.ChunkedArray, ngram: int) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`word_hashes` + :func:`shingle_hashes` in the compiled kernel, on Arrow's own buffers.
+
+    Only documents with non-ASCII characters are lowercased by Arrow (ASCII letters are
+    lowercased by the kernel as it reads them, which gives the same bytes), and only their
+    non-ASCII bytes are classified with numpy; a batch of ASCII text is read without a copy.
+    """
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    if texts.null_count:
+        texts = pc.fill_null(texts, "")
+    ascii_ = pc.string_is_ascii(texts)
+    all_ascii = len(texts) == 0 or pc.all(ascii_).as_py()
+    if not all_ascii:
+        other = pc.invert(ascii_)
+        texts = pc.replace_with_mask(texts, other, pc.utf8_lower(pc.filter(texts, other)))
+    data = texts.cast(pa.large_binary())
+    n = len(data)
+    bufs = data.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=data.offset * 8)
+    size = int(offs[-1])
+    b = np.frombuffer(bufs[2], dtype=np.uint8, count=size) if size else np.zeros(0, np.uint8)
+    if all_ascii:
+        hi_word = np.zeros(0, np.uint8)
+    else:
+        lo = int(offs[0])
+        hi = np.flatnonzero(b[lo:] >= 0x80) + lo
+        hi_word = _non_ascii_is_word(b, hi).view(np.uint8)
+    out = np.empty((size - int(offs[0])) // 2 + n + 1, np.uint64)  # a word is followed by a separator or its document's end
+    out_off = np.empty(n + 1, np.int64)
+    total = _native.shingle_hashes(b, offs, hi_word, ngram, out, out_off)
+    return out[:total], out_off
 
 
 def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -223,36 +276,129 @@ def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndar
     return mix64(out), out_off
 
 
+EMPTY = np.uint32(0xFFFFFFFF)  # the value of a bin no shingle fell into (and of every bin of a document without shingles)
+ROUNDS = 4  # hashing rounds before densification (fast similarity sketching)
+_PROBES_PER_BIN = 4  # densification probes per bin before the rotation fallback
+_PROBES: dict[tuple[int, int], np.ndarray] = {}  # (num_perm, seed) -> probe table [probes, num_perm] (per process)
+
+
+def _probe_table(num_perm: int, seed: int) -> np.ndarray:
+    """The fixed sequence of bins each empty bin borrows from (the same for every document)."""
+    key = (num_perm, seed)
+    if key not in _PROBES:
+        rng = np.random.default_rng([seed & (2**64 - 1), num_perm, 0x0D5E])
+        _PROBES[key] = rng.integers(0, num_perm, size=(_PROBES_PER_BIN * num_perm, num_perm), dtype=np.int64)
+    return _PROBES[key]
+
+
+def oph_signatures(sh: np.ndarray, off: np.ndarray, num_perm: int, seed: int, rounds: int = ROUNDS) -> np.ndarray:
+    """MinHash signatures uint32[n, num_perm] from flat shingle hashes, in a few passes over them.
+
+    One-permutation hashing, filled in by rounds (Dahlgaard, Knudsen and Thorup's fast
+    similarity sketching, FOCS 2017): in round ``r`` each shingle hash (64 well-mixed bits)
+    is multiplied by an odd constant drawn from ``seed`` and ``r``; the product's high half
+    picks one of ``num_perm`` bins and its low half, prefixed by ``r``, is the value; each
+    bin keeps its minimum (``np.minimum.at``). A later round's values exceed every earlier
+    round's, so a round only fills bins the earlier ones left empty, and only documents with
+    empty bins take another round. One round leaves ``exp(-shingles / num_perm)`` of the bins
+    empty; short documents need more rounds to reach the accuracy of ``num_perm`` independent
+    permutations (measured against rensa's classic MinHash: equal spread of the estimate and
+    of the LSH candidate rate from 45 shingles on with 4 rounds; a single round is 1.5x
+    noisier at 45). Bins still empty after ``rounds`` borrow the value of the first
+    non-empty bin in a fixed pseudo-random probe sequence (Shrivastava's optimal
+    densification, ICML 2017), or failing that of the next non-empty bin to the right.
+    Every document follows the same hashes and sequences, so equal bins estimate Jaccard
+    similarity. Rows of documents without shingles stay all ``EMPTY``.
+    """
+    n = len(off) - 1
+    counts = np.diff(off)
+    sig = np.full((n, num_perm), EMPTY, np.uint32)
+    if len(sh) == 0:
+        return sig
+    mults = [mix64(np.array([(seed * 0x10001 + r) & (2**64 - 1)], np.uint64))[0] | np.uint64(1) for r in range(rounds)]
+    if _native is not None:
+        _native.oph_signatures(
+            np.ascontiguousarray(sh, np.uint64), np.ascontiguousarray(off, np.int64), num_perm,
+            np.array(mults, np.uint64), _probe_table(num_perm, seed), sig,
+        )  # fmt: skip
+        return sig
+    flat = sig.reshape(-1)
+    base = np.repeat(np.arange(0, n * num_perm, num_perm, dtype=np.uint64), counts)
+    cur, cur_counts = sh, counts
+    for r, mult in enumerate(mults):
+        h = cur * mult
+        if r == 0:
+            vals = h.astype(np.uint32)  # the low half, less 8 bits for the round
+            vals >>= np.uint32(8)
+        h >>= np.uint64(32)
+        h *= np.uint64(num_perm)
+        h >>= np.uint64(32)  # the bin: high half scaled to [0, num_perm)
+        h += base
+        key = h.view(np.int64)
+        if r:
+            # only bins left empty by earlier rounds can change, and a later round's value
+            # exceeds every earlier round's
+            idx = np.flatnonzero(flat[key] == EMPTY)
+            key = key[idx]
+            vals = (cur[idx] * mult).astype(np.uint32)
+            vals >>= np.uint32(8)
+            vals |= np.uint32(r << 24)
+        np.minimum.at(flat, key, vals)
+        if r + 1 == rounds:
+            break
+        incomplete = (sig == EMPTY).any(axis=1) & (counts > 0)
+        if not incomplete.any():
+            break
+        if incomplete.mean() < 0.5:  # fewer shingles to hash in the next round
+            m = np.repeat(incomplete, cur_counts)
+            cur, base, cur_counts = cur[m], base[m], np.where(incomplete, cur_counts, 0)
+    empty = sig == EMPTY
+    empty[counts == 0] = False
+    rows, bins = np.nonzero(empty)
+    if len(rows) == 0:
+        return sig
+    orig = flat.copy()  # probes read the bins' own values, never a borrowed one
+    base = rows * num_perm
+    for probe in _probe_table(num_perm, seed):
+        v = orig[base + probe[bins]]
+        hit = v != EMPTY
+        flat[base[hit] + bins[hit]] = v[hit]
+        miss = ~hit
+        rows, bins, base = rows[miss], bins[miss], base[miss]
+        if len(rows) == 0:
+            return sig
+    # rotation: the next non-empty bin to the right, wrapping around
+    own_rows, which = np.unique(rows, return_inverse=True)
+    own = orig.reshape(n, num_perm)[own_rows]
+    filled = np.tile(own != EMPTY, 2)
+    pos = np.where(filled, np.arange(2 * num_perm), 2 * num_perm)
+    nxt = np.minimum.accumulate(pos[:, ::-1], axis=1)[:, ::-1]  # first filled position at or after each
+    flat[base + bins] = own[which, nxt[which, bins] % num_perm]
+    return sig
+
+
 @dataclass(frozen=True)
 class MinHasher:
-    """Word n-gram MinHash: ``num_perm`` 32-bit minima per document (rensa's RMinHash)."""
+    """Word n-gram MinHash: ``num_perm`` 32-bit minima per document (:func:`oph_signatures`)."""
 
     num_perm: int = 128
     ngram: int = 5
     seed: int = 42
 
     def shingles(self, texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
-        wh, off = word_hashes(texts)
-        return shingle_hashes(wh, off, self.ngram)
+        """(uint64 hash of every word n-gram, int64 offsets per document): the compiled kernel if built."""
+        if _native is None or self.ngram > 64:
+            wh, off = word_hashes(texts)
+            return shingle_hashes(wh, off, self.ngram)
+        return _native_shingles(texts, self.ngram)
 
     def signatures(self, texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """(signatures uint32[n, num_perm], shingle counts, shingle hashes, shingle offsets).
 
-        Rows of documents with no shingles are all 0xFFFFFFFF and must not be banded.
+        Rows of documents with no shingles are all ``EMPTY`` and must not be banded.
         """
         sh, off = self.shingles(texts)
-        n = len(off) - 1
-        counts = np.diff(off)
-        sig = np.full((n, self.num_perm), np.iinfo(np.uint32).max, np.uint32)
-        nz = np.nonzero(counts)[0]
-        if len(nz):
-            # rensa needs non-empty rows: pass only documents that have shingles
-            sub_off = np.zeros(len(nz) + 1, np.uint64)
-            np.cumsum(counts[nz], out=sub_off[1:])
-            flat = sh if len(nz) == n else np.concatenate([sh[off[d] : off[d + 1]] for d in nz])
-            m = rensa.RMinHash.digest_matrix_from_flat_token_hashes(flat, sub_off, self.num_perm, self.seed)
-            sig[nz] = np.array(m.to_rows(), dtype=np.uint32)
-        return sig, counts, sh, off
+        return oph_signatures(sh, off, self.num_perm, self.seed), np.diff(off), sh, off
 
 
 def unique_per_doc(sh: np.ndarray, off: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -207,9 +207,9 @@ def run_rensa(data: Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def run_curate(data: Path, verify: str, work: Path) -> list[tuple[str, str]]:
+def run_curate(data: Path, verify: str, work: Path, shingling: str = "compiled") -> list[tuple[str, str]]:
     """`curate dedup fuzzy` end to end (read Parquet, all phases, write output), one worker."""
-    out = work / f"curate-{verify}"
+    out = work / f"curate-{verify}-{shingling}"
     cmd = [
         sys.executable,
         "-m",
@@ -227,7 +227,7 @@ def run_curate(data: Path, verify: str, work: Path) -> list[tuple[str, str]]:
         verify,
         "--overwrite",
     ]
-    subprocess.run(cmd, check=True, env={**os.environ, "CURATE_PROGRESS": "log"})
+    subprocess.run(cmd, check=True, env={**os.environ, "CURATE_PROGRESS": "log", "CURATE_SHINGLING": shingling})
     cl = pq.read_table(out / "_clusters.parquet", columns=["id", "cluster"])
     return list(zip(cl.column("id").to_pylist(), cl.column("cluster").to_pylist()))
 
@@ -238,8 +238,9 @@ def child(method: str, data: str, work: str, result: str) -> None:
         pairs = run_datasketch(Path(data))
     elif method == "rensa":
         pairs = run_rensa(Path(data))
-    else:
-        pairs = run_curate(Path(data), method.split("-", 1)[1], Path(work))
+    else:  # curate-VERIFY, or curate-VERIFY-numpy without the compiled kernel
+        verify, _, shingling = method.removeprefix("curate-").partition("-")
+        pairs = run_curate(Path(data), verify, Path(work), shingling or "compiled")
     seconds = time.perf_counter() - t0
     # VmHWM, not RUSAGE_SELF: Linux carries the parent's high-water mark into ru_maxrss across
     # fork + exec, so a child of this (large) benchmark process would report the parent's peak.
@@ -261,7 +262,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=20_000)
     ap.add_argument("--seed", type=int, default=0)
-    ap.add_argument("--methods", default="curate-exact,curate-signature,curate-none,rensa,datasketch")
+    ap.add_argument(
+        "--methods",
+        default="curate-exact,curate-signature,curate-none,curate-exact-numpy,rensa,datasketch",
+        help="curate-VERIFY (VERIFY: exact, signature, none; add -numpy for the numpy shingling), rensa, datasketch",
+    )
     ap.add_argument("--memory", default="", help="comma-separated corpus sizes: curate's peak memory at each (no peers)")
     ap.add_argument("--work", default=None, help="work directory (default: a temporary one)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)

@@ -10,15 +10,18 @@ word or per shingle.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-try:  # the compiled twin of word_hashes + shingle_hashes (setup.py builds it; optional)
+try:  # the compiled twin of word_hashes + shingle_hashes + oph_signatures (setup.py builds it; optional)
     from curate.dedup import _shingles as _native
 except ImportError:  # no C compiler at install time: the numpy code below, same hashes
+    _native = None
+if os.environ.get("CURATE_SHINGLING") == "numpy":  # to measure or rule out the kernel
     _native = None
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)

@@ -522,6 +522,24 @@ def test_compiled_kernel_is_built_where_a_compiler_is():
     assert minhash._native is not None
 
 
+def test_numpy_shingling_gives_the_same_output_and_says_so(near_dup_corpus, tmp_path):
+    """The fallback (no compiled kernel) end to end: identical Parquet out, and the first log line names it."""
+    src, _ = near_dup_corpus
+    outs = {}
+    for mode, says in (("compiled", "shingling compiled"), ("numpy", "shingling numpy (CURATE_SHINGLING=numpy)")):
+        if mode == "compiled" and minhash._native is None:
+            pytest.skip("compiled kernel not built")
+        outs[mode] = tmp_path / mode
+        args = ["dedup", "fuzzy", "--in", str(src), "--out", str(outs[mode]), "--verify", "exact", "--workers", "1", "--keep-rejected"]
+        res = subprocess.run(
+            [sys.executable, "-m", "curate", *args], env={**os.environ, "CURATE_SHINGLING": mode}, capture_output=True, text=True
+        )
+        assert res.returncode == 0, res.stderr
+        assert says in res.stderr.splitlines()[0]
+    assert digest_dir(outs["compiled"]) == digest_dir(outs["numpy"])
+    assert len(pd.read_parquet(outs["numpy"] / "_rejected")) >= 6  # the ~0.9 pairs were found
+
+
 def test_compiled_shingles_equal_numpy_shingles(monkeypatch):
     """Same hashes from the kernel and numpy: mixed case and scripts, long words, short, empty and null documents, slices."""
     if minhash._native is None:

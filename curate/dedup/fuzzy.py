@@ -333,7 +333,7 @@ def run_fuzzy(
         cfg.rows,
         cfg.threshold,
         cfg.verify,
-        "compiled" if minhash._native is not None else "numpy (the compiled kernel is not built: no C compiler at install?)",
+        minhash.SHINGLING,
     )
 
     t = time.perf_counter()

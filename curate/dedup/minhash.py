@@ -19,10 +19,14 @@ import pyarrow.compute as pc
 
 try:  # the compiled twin of word_hashes + shingle_hashes + oph_signatures (setup.py builds it; optional)
     from curate.dedup import _shingles as _native
+
+    SHINGLING = "compiled"
 except ImportError:  # no C compiler at install time: the numpy code below, same hashes
     _native = None
+    SHINGLING = "numpy (the compiled kernel is not built: no C compiler at install?)"
 if os.environ.get("CURATE_SHINGLING") == "numpy":  # to measure or rule out the kernel
     _native = None
+    SHINGLING = "numpy (CURATE_SHINGLING=numpy)"
 
 _M1 = np.uint64(0x9E3779B97F4A7C15)
 _M2 = np.uint64(0xBF58476D1CE4E5B9)

@@ -72,6 +72,21 @@ static int check(Py_buffer *b, Py_ssize_t need, const char *what) {
     return 1;
 }
 
+/* offsets off[0..n] must rise (or stay) within 0..limit; else a ValueError naming them */
+static int check_offsets(const int64_t *off, Py_ssize_t n, Py_ssize_t limit, const char *what) {
+    if (n > 0 && (off[0] < 0 || off[n] > limit)) {
+        PyErr_Format(PyExc_ValueError, "%s outside the data", what);
+        return 0;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (off[i + 1] < off[i]) {
+            PyErr_Format(PyExc_ValueError, "%s must not decrease", what);
+            return 0;
+        }
+    }
+    return 1;
+}
+
 static uint8_t ASCII_WORD[128]; /* letters and digits */
 
 #ifdef __SSE2__
@@ -118,17 +133,7 @@ static PyObject *shingle_hashes(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "ngram must be in 1..64");
         goto done;
     }
-    if (n < 0 || !check(&out_off, (n + 1) * 8, "out_offsets")) goto done;
-    if (n > 0 && (off[0] < 0 || off[n] > text.len)) {
-        PyErr_SetString(PyExc_ValueError, "doc_offsets outside the text");
-        goto done;
-    }
-    for (i = 0; i < n; i++) {
-        if (off[i + 1] < off[i]) {
-            PyErr_SetString(PyExc_ValueError, "doc_offsets must not decrease");
-            goto done;
-        }
-    }
+    if (n < 0 || !check(&out_off, (n + 1) * 8, "out_offsets") || !check_offsets(off, n, text.len, "doc_offsets")) goto done;
     const uint8_t *b = (const uint8_t *)text.buf, *hw = (const uint8_t *)hiw.buf, *lim = b + text.len;
     uint64_t *sh = (uint64_t *)out.buf;
     int64_t *so = (int64_t *)out_off.buf;
@@ -216,17 +221,7 @@ static PyObject *oph_signatures(PyObject *self, PyObject *args) {
         PyErr_SetString(PyExc_ValueError, "need num_perm >= 1, 1..255 multipliers and offsets");
         goto done;
     }
-    if (!check(&outb, n * (Py_ssize_t)k * 4, "out")) goto done;
-    if (n > 0 && (off[0] < 0 || off[n] > shb.len / 8)) {
-        PyErr_SetString(PyExc_ValueError, "offsets outside the shingles");
-        goto done;
-    }
-    for (i = 0; i < n; i++) {
-        if (off[i + 1] < off[i]) {
-            PyErr_SetString(PyExc_ValueError, "offsets must not decrease");
-            goto done;
-        }
-    }
+    if (!check(&outb, n * (Py_ssize_t)k * 4, "out") || !check_offsets(off, n, shb.len / 8, "offsets")) goto done;
     for (i = 0; i < probes * k; i++) {
         if (probe[i] < 0 || probe[i] >= k) {
             PyErr_SetString(PyExc_ValueError, "probes outside 0..num_perm");

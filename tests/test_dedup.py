@@ -30,6 +30,7 @@ from curate.dedup.minhash import (
     normalize_text,
     oph_signatures,
     optimal_bands,
+    pair_jaccards,
     shingle_hashes,
     unique_per_doc,
     word_hashes,
@@ -583,6 +584,27 @@ def test_compiled_signatures_equal_numpy_signatures(monkeypatch):
             ref = oph_signatures(sh, off, num_perm, seed, rounds)
         assert np.array_equal(native, ref), (num_perm, seed, rounds)
         assert (native[sizes == 0] == EMPTY).all() and not (native[sizes > 0] == EMPTY).any()
+
+
+def test_pair_jaccards_compiled_and_numpy_equal_set_arithmetic(monkeypatch):
+    rng = np.random.default_rng(4)
+    sets = [np.unique(rng.integers(0, 2**32, size=n, dtype=np.uint64)).astype(np.uint32) for n in (0, 1, 5, 300, 600)]
+    sets += [np.unique(np.concatenate([sets[3][:250], rng.integers(0, 2**32, size=40, dtype=np.uint64).astype(np.uint32)]))]
+    sets += [sets[4].copy(), sets[3][::2].copy()]  # equal sets; a subset
+    flat = np.concatenate(sets)
+    off = np.zeros(len(sets) + 1, np.int64)
+    np.cumsum([len(x) for x in sets], out=off[1:])
+    a, b = np.array([i for i in range(len(sets)) for _ in sets]), np.array([j for _ in sets for j in range(len(sets))])
+    truth = [len(set(sets[i].tolist()) & set(sets[j].tolist())) / len(set(sets[i].tolist()) | set(sets[j].tolist())) if len(sets[i]) and len(sets[j]) else 0.0 for i, j in zip(a, b)]  # fmt: skip
+    got = pair_jaccards(flat, off, a, b)
+    with monkeypatch.context() as m:
+        _numpy_only(m)
+        ref = pair_jaccards(flat, off, a, b)
+    assert got.dtype == np.float32 and np.array_equal(got, ref)
+    assert np.array_equal(got, np.array(truth, np.float32))
+    if minhash._native is not None:
+        with pytest.raises(ValueError, match="outside"):
+            minhash._native.pair_jaccard(flat, off, np.array([0], np.int64), np.array([len(sets)], np.int64), np.empty(1, np.float32))
 
 
 def test_compiled_kernel_rejects_bad_buffers():

@@ -15,7 +15,7 @@ import numpy as np
 
 from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
-from curate.dedup.minhash import exact_jaccard, unique_per_doc
+from curate.dedup.minhash import pair_jaccards, unique_per_doc
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 
@@ -101,25 +101,27 @@ class ShingleStore:
     def __init__(self, dir_: Path) -> None:
         self.dir = as_path(dir_)
 
-    def load(self, keys: np.ndarray) -> dict[int, np.ndarray]:
-        """``{doc key: its sorted unique shingle hashes}`` for ``keys``."""
+    def load(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(the sorted unique ``keys``, their sets of sorted unique shingle hashes concatenated, int64 offsets)."""
         keys = np.unique(keys)
-        out: dict[int, np.ndarray] = {}
+        sets, counts = [], []
         shards = shard_of(keys)
-        for s in np.unique(shards):
-            sel = keys[shards == s]
-            rows = row_of(sel)
+        for s in np.unique(shards):  # sorted keys come shard by shard
+            rows = row_of(keys[shards == s])
             flat = np_load(self.dir / f"part-{int(s):05d}.npy")
             off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
-            starts, counts = np.asarray(off[rows]), np.asarray(off[rows + 1] - off[rows])
+            starts, n_sh = np.asarray(off[rows]), np.asarray(off[rows + 1] - off[rows])
             sub_off = np.zeros(len(rows) + 1, np.int64)
-            np.cumsum(counts, out=sub_off[1:])
-            gather = np.arange(int(sub_off[-1]), dtype=np.int64) + np.repeat(starts - sub_off[:-1], counts)
-            sets, set_off = unique_per_doc(np.asarray(flat[gather]), sub_off)
-            for i, k in enumerate(sel.tolist()):
-                out[k] = sets[set_off[i] : set_off[i + 1]]
+            np.cumsum(n_sh, out=sub_off[1:])
+            gather = np.arange(int(sub_off[-1]), dtype=np.int64) + np.repeat(starts - sub_off[:-1], n_sh)
+            u, u_off = unique_per_doc(np.asarray(flat[gather]), sub_off)
+            sets.append(u)
+            counts.append(np.diff(u_off))
             del flat, off  # unmap: the pages read no longer count against the process
-        return out
+        offsets = np.zeros(len(keys) + 1, np.int64)
+        if counts:
+            np.cumsum(np.concatenate(counts), out=offsets[1:])
+        return keys, (np.concatenate(sets) if sets else np.zeros(0, np.uint32)), offsets
 
 
 def verify_pairs(
@@ -136,7 +138,7 @@ def verify_pairs(
         sa, sb = signatures.get(a), signatures.get(b)
         j = (sa == sb).mean(axis=1).astype(np.float32)
     else:
-        sets = shingles.load(np.concatenate([a, b]))
-        j = np.array([exact_jaccard(sets[x], sets[y]) for x, y in zip(a.tolist(), b.tolist())], np.float32)
+        keys, sets, offsets = shingles.load(np.concatenate([a, b]))
+        j = pair_jaccards(sets, offsets, np.searchsorted(keys, a), np.searchsorted(keys, b))
     keep = j >= np.float32(threshold) - np.float32(1e-6)
     return a[keep], b[keep], j[keep]

@@ -480,3 +480,21 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     idx[idx == len(b)] = 0
     inter = int(np.count_nonzero(b[idx] == a))
     return inter / (len(a) + len(b) - inter)
+
+
+def pair_jaccards(sets: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 exact Jaccard of set ``a[i]`` and set ``b[i]``, set ``k`` being ``sets[offsets[k]:offsets[k + 1]]``.
+
+    The sets are sorted uint32 shingle hashes without repeats (:func:`unique_per_doc`); the
+    compiled kernel merges each pair without branches, else :func:`exact_jaccard` per pair.
+    """
+    out = np.empty(len(a), np.float32)
+    if _native is not None:
+        _native.pair_jaccard(
+            np.ascontiguousarray(sets, np.uint32), np.ascontiguousarray(offsets, np.int64),
+            np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64), out,
+        )  # fmt: skip
+        return out
+    for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
+        out[i] = exact_jaccard(sets[offsets[x] : offsets[x + 1]], sets[offsets[y] : offsets[y + 1]])
+    return out

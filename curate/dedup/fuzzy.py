@@ -4,7 +4,7 @@ Phases, each sharded, resumable, and leaving Parquet to inspect under ``OUT/_wor
 
 a. ``signatures/part-S.parquet`` (doc, id, source, rank, length, shingles) per input
    shard, with the signatures themselves in ``part-S.sig.npy`` (memory-mapped later) and
-   ``bands/band-BB/part-S.parquet`` (hash, doc) sorted by hash;
+   ``bands/part-S.parquet`` (doc, band_00, band_01, ...: each band's hash);
 b. ``candidates/band-BB.parquet``: per band, candidate pairs from runs of equal band
    hashes (sorting, no in-memory dictionary); ``pairs/chunk-C.parquet``: their union
    without repeats; ``edges/chunk-C.parquet``: the pairs whose Jaccard (estimated from
@@ -160,14 +160,12 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
     sig_all = np.concatenate(sigs) if sigs else np.zeros((0, cfg.num_perm), np.uint32)
     bh_all = np.concatenate([b for b, _ in bands_list]) if bands_list else np.zeros((0, cfg.bands), np.uint64)
     keys_all = np.concatenate([k for _, k in bands_list]) if bands_list else np.zeros(0, np.int64)
-    for b in range(cfg.bands):
-        h = bh_all[:, b]
-        order = np.argsort(h, kind="stable")
-        write_table_atomic(
-            job.work / "bands" / f"band-{b:02d}" / f"part-{job.index:05d}.parquet",
-            pa.table({"hash": h[order], "doc": keys_all[order]}),
-            compression="none",  # random hashes do not compress
-        )
+    by_band = np.ascontiguousarray(bh_all.T)
+    write_table_atomic(
+        job.work / "bands" / f"part-{job.index:05d}.parquet",
+        pa.table({"doc": keys_all, **{_band_column(b): by_band[b] for b in range(cfg.bands)}}),
+        compression="none",  # random hashes do not compress
+    )
     if cfg.verify == "exact":
         flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint32)
         save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.npy", flat)
@@ -180,6 +178,10 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
 # --------------------------------------------------------------------------- phase b
 
 
+def _band_column(band: int) -> str:
+    return f"band_{band:02d}"
+
+
 @dataclass
 class _BandJob:
     band: int
@@ -188,16 +190,15 @@ class _BandJob:
 
 
 def _band_job(job: _BandJob) -> dict[str, Any]:
-    """Candidate pairs of one band: sort (hash, doc) of every shard, pair runs of equal hashes."""
+    """Candidate pairs of one band: its (hash, doc) column pair from every shard, sorted; runs of equal hashes pair up."""
     out = job.work / "candidates" / f"band-{job.band:02d}.parquet"
     if out.exists():
         return {"skipped": 1}
-    band_dir = job.work / "bands" / f"band-{job.band:02d}"
     hs, ds = [], []
     for s in range(job.shards):
-        t = read_parquet(band_dir / f"part-{s:05d}.parquet")
-        hs.append(t.column("hash").to_numpy())
-        ds.append(t.column("doc").to_numpy())
+        t = read_parquet(job.work / "bands" / f"part-{s:05d}.parquet", columns=[_band_column(job.band), "doc"])
+        hs.append(t.column(0).to_numpy())
+        ds.append(t.column(1).to_numpy())
     h = np.concatenate(hs) if hs else np.zeros(0, np.uint64)
     d = np.concatenate(ds) if ds else np.zeros(0, np.int64)
     a, b = candidate_pairs(h, d)

@@ -1,11 +1,12 @@
-"""Shingling and MinHash signatures in bulk, and the LSH band choice.
+"""Shingling and MinHash signatures in bulk, exact Jaccard of shingle sets, and the LSH band choice.
 
-A batch of documents is lowercased with Arrow, words (runs of letters, digits and
-marks: the words of :func:`normalize_text`) are found and hashed on the UTF-8 bytes with
-numpy, word n-gram shingles are combined from word hashes with vectorised numpy
-arithmetic, and one-permutation MinHash (:func:`oph_signatures`) turns the flat
-shingle-hash buffer into a signature matrix in one pass. No Python object is made per
-word or per shingle.
+Words (runs of letters, digits and marks, lowercased: the words of :func:`normalize_text`)
+are found and hashed on the UTF-8 bytes of a whole batch, word n-gram shingles are combined
+from word hashes, and one-permutation MinHash in rounds (:func:`oph_signatures`) turns the
+flat shingle-hash buffer into a signature matrix. No Python object is made per word or per
+shingle. The hot loops run in a small compiled kernel (``_shingles.c``) when setup.py could
+build it; the numpy functions here are its reference (tests hold both equal) and its
+fallback, with the same hashes.
 """
 
 from __future__ import annotations

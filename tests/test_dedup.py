@@ -596,12 +596,18 @@ def test_pair_jaccards_compiled_and_numpy_equal_set_arithmetic(monkeypatch):
     np.cumsum([len(x) for x in sets], out=off[1:])
     a, b = np.array([i for i in range(len(sets)) for _ in sets]), np.array([j for _ in sets for j in range(len(sets))])
     truth = [len(set(sets[i].tolist()) & set(sets[j].tolist())) / len(set(sets[i].tolist()) | set(sets[j].tolist())) if len(sets[i]) and len(sets[j]) else 0.0 for i, j in zip(a, b)]  # fmt: skip
-    got = pair_jaccards(flat, off, a, b)
-    with monkeypatch.context() as m:
-        _numpy_only(m)
-        ref = pair_jaccards(flat, off, a, b)
-    assert got.dtype == np.float32 and np.array_equal(got, ref)
-    assert np.array_equal(got, np.array(truth, np.float32))
+    # as stored: each document's shingles in text order, with repeats
+    raw = [rng.permutation(np.concatenate([x, x[: len(x) // 3]])) for x in sets]
+    raw_flat = np.concatenate(raw).astype(np.uint32)
+    raw_off = np.zeros(len(raw) + 1, np.int64)
+    np.cumsum([len(x) for x in raw], out=raw_off[1:])
+    for data, offsets in ((flat, off), (raw_flat, raw_off)):
+        got = pair_jaccards(data, offsets, a, b)
+        with monkeypatch.context() as m:
+            _numpy_only(m)
+            ref = pair_jaccards(data, offsets, a, b)
+        assert got.dtype == np.float32 and np.array_equal(got, ref)
+        assert np.array_equal(got, np.array(truth, np.float32))
     if minhash._native is not None:
         with pytest.raises(ValueError, match="outside"):
             minhash._native.pair_jaccard(flat, off, np.array([0], np.int64), np.array([len(sets)], np.int64), np.empty(1, np.float32))

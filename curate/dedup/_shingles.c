@@ -280,34 +280,65 @@ done:
     return result;
 }
 
-/* pair_jaccard(sets, offsets, a, b, out) -> None
- * Exact Jaccard similarity of sets[offsets[a[i]]:offsets[a[i]+1]] and the same for b[i]
- * (sorted, without repeats, uint32) into out[i] (float32), by a branch-free merge; the
+/* pair_jaccard(shingles, offsets, a, b, out) -> None
+ * Exact Jaccard similarity of the shingle sets of documents a[i] and b[i] into out[i]
+ * (float32), document k's shingles being shingles[offsets[k]:offsets[k+1]] (uint32, in any
+ * order, repeats allowed). Each pair goes through one open-addressing hash table (sized
+ * for the largest pair, cleared by a generation count), so no set is ever sorted; the
  * compiled twin of curate.dedup.minhash.pair_jaccards. */
 static PyObject *pair_jaccard(PyObject *self, PyObject *args) {
     Py_buffer setb = {0}, offs = {0}, ab = {0}, bb = {0}, outb = {0};
     PyObject *result = NULL;
+    uint32_t *val = NULL, *gen = NULL;
+    uint8_t *state = NULL;
     if (!PyArg_ParseTuple(args, "y*y*y*y*w*", &setb, &offs, &ab, &bb, &outb)) return NULL;
-    Py_ssize_t m = offs.len / 8 - 1, pairs = ab.len / 8, i;
-    const uint32_t *sets = (const uint32_t *)setb.buf;
+    Py_ssize_t m = offs.len / 8 - 1, pairs = ab.len / 8, i, longest = 0;
+    const uint32_t *sh = (const uint32_t *)setb.buf;
     const int64_t *off = (const int64_t *)offs.buf, *a = (const int64_t *)ab.buf, *b = (const int64_t *)bb.buf;
     float *out = (float *)outb.buf;
     if (m < 0 || bb.len != ab.len || !check(&outb, pairs * 4, "out") || !check_offsets(off, m, setb.len / 4, "offsets")) goto done;
     for (i = 0; i < pairs; i++) {
         if (a[i] < 0 || a[i] >= m || b[i] < 0 || b[i] >= m) {
-            PyErr_SetString(PyExc_ValueError, "a set index outside 0..len(offsets) - 1");
+            PyErr_SetString(PyExc_ValueError, "a document index outside 0..len(offsets) - 1");
             goto done;
         }
+        Py_ssize_t both = (Py_ssize_t)(off[a[i] + 1] - off[a[i]] + off[b[i] + 1] - off[b[i]]);
+        if (both > longest) longest = both;
+    }
+    int bits = 4;
+    while (((Py_ssize_t)1 << bits) < 2 * longest) bits++; /* load factor <= 1/2 */
+    if (bits > 31) {
+        PyErr_SetString(PyExc_ValueError, "a pair of documents with over 2^30 shingles");
+        goto done;
+    }
+    size_t cap = (size_t)1 << bits, mask = cap - 1;
+    val = PyMem_Malloc(cap * 4);
+    gen = PyMem_Calloc(cap, 4);
+    state = PyMem_Malloc(cap);
+    if (val == NULL || gen == NULL || state == NULL) {
+        PyErr_NoMemory();
+        goto done;
     }
     Py_BEGIN_ALLOW_THREADS
+    uint32_t g = 0;
     for (i = 0; i < pairs; i++) {
-        const uint32_t *x = sets + off[a[i]], *y = sets + off[b[i]];
-        int64_t nx = off[a[i] + 1] - off[a[i]], ny = off[b[i] + 1] - off[b[i]], p = 0, q = 0, inter = 0;
-        while (p < nx && q < ny) {
-            uint32_t u = x[p], v = y[q];
-            inter += u == v;
-            p += u <= v;
-            q += v <= u;
+        if (++g == 0) { /* the generation count wrapped: clear the table once */
+            memset(gen, 0, cap * 4);
+            g = 1;
+        }
+        int64_t nx = 0, ny = 0, inter = 0;
+        for (int64_t p = off[a[i]]; p < off[a[i] + 1]; p++) { /* x's distinct shingles, state 1 */
+            uint32_t v = sh[p];
+            size_t s = ((uint32_t)(v * 2654435761u) >> (32 - bits)) & mask;
+            while (gen[s] == g && val[s] != v) s = (s + 1) & mask;
+            if (gen[s] != g) { gen[s] = g; val[s] = v; state[s] = 1; nx++; }
+        }
+        for (int64_t p = off[b[i]]; p < off[b[i] + 1]; p++) { /* y's: 2 if also x's, else 3 */
+            uint32_t v = sh[p];
+            size_t s = ((uint32_t)(v * 2654435761u) >> (32 - bits)) & mask;
+            while (gen[s] == g && val[s] != v) s = (s + 1) & mask;
+            if (gen[s] != g) { gen[s] = g; val[s] = v; state[s] = 3; ny++; }
+            else if (state[s] == 1) { state[s] = 2; ny++; inter++; }
         }
         out[i] = nx == 0 || ny == 0 ? 0.0f : (float)((double)inter / (double)(nx + ny - inter));
     }
@@ -315,6 +346,9 @@ static PyObject *pair_jaccard(PyObject *self, PyObject *args) {
     result = Py_None;
     Py_INCREF(result);
 done:
+    PyMem_Free(val);
+    PyMem_Free(gen);
+    PyMem_Free(state);
     PyBuffer_Release(&setb);
     PyBuffer_Release(&offs);
     PyBuffer_Release(&ab);
@@ -336,9 +370,10 @@ static PyMethodDef methods[] = {
      "0xFFFFFFFF on entry): one round per multiplier, then densification by probes\n"
      "(int64[t * num_perm]) and rotation, as curate.dedup.minhash.oph_signatures."},
     {"pair_jaccard", pair_jaccard, METH_VARARGS,
-     "pair_jaccard(sets, offsets, a, b, out) -> None\n\n"
-     "Exact Jaccard of the sorted uint32 sets a[i] and b[i] (indices into offsets) into out\n"
-     "(float32), as curate.dedup.minhash.pair_jaccards."},
+     "pair_jaccard(shingles, offsets, a, b, out) -> None\n\n"
+     "Exact Jaccard of the shingle sets (uint32, any order, repeats allowed) of documents\n"
+     "a[i] and b[i] (indices into offsets) into out (float32), as\n"
+     "curate.dedup.minhash.pair_jaccards."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_shingles", "Word n-gram shingle hashes (see _shingles.c).", -1, methods};

@@ -142,8 +142,8 @@ def _signature_job(job: _SigJob) -> dict[str, Any]:
         has = counts > 0
         bands_list.append((bh[has], keys[has]))
         if cfg.verify == "exact":
-            # 32 bits of each shingle hash, in document order: made into sets only for the
-            # documents that verification needs (ShingleStore.load), not for every document
+            # 32 bits of each shingle hash, in document order: verification reads back only the
+            # documents in candidate pairs (ShingleStore.load) and compares them as sets
             sh_list.append(sh.astype(np.uint32))
             sh_off.extend((sh_off[-1] + off[1:]).tolist())
     schema = pa.schema(

@@ -15,7 +15,7 @@ import numpy as np
 
 from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
-from curate.dedup.minhash import pair_jaccards, unique_per_doc
+from curate.dedup.minhash import pair_jaccards
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 
@@ -90,38 +90,34 @@ class SignatureStore:
 
 
 class ShingleStore:
-    """Shingle hashes per document (32 bits each, for ``--verify exact``), as sorted sets on loading.
+    """Shingle hashes per document (32 bits each, for ``--verify exact``), as the signature phase stored them.
 
-    The signature phase stores every document's shingle hashes as they come; only the
-    documents that verification needs are made into sets, in one vectorised pass per shard.
-    :meth:`load` copies them out of memory maps that are closed right after: memory holds
-    the sets of one verification chunk (4 bytes per shingle), never a whole shard's file.
+    :meth:`load` gathers the documents that verification needs, in one vectorised pass per
+    shard, copying them out of memory maps that are closed right after: memory holds the
+    shingles of one verification chunk (4 bytes each), never a whole shard's file.
     """
 
     def __init__(self, dir_: Path) -> None:
         self.dir = as_path(dir_)
 
     def load(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(the sorted unique ``keys``, their sets of sorted unique shingle hashes concatenated, int64 offsets)."""
+        """(the sorted unique ``keys``, their shingle hashes concatenated, int64 offsets per key)."""
         keys = np.unique(keys)
-        sets, counts = [], []
+        parts, counts = [], []
         shards = shard_of(keys)
         for s in np.unique(shards):  # sorted keys come shard by shard
             rows = row_of(keys[shards == s])
             flat = np_load(self.dir / f"part-{int(s):05d}.npy")
             off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
             starts, n_sh = np.asarray(off[rows]), np.asarray(off[rows + 1] - off[rows])
-            sub_off = np.zeros(len(rows) + 1, np.int64)
-            np.cumsum(n_sh, out=sub_off[1:])
-            gather = np.arange(int(sub_off[-1]), dtype=np.int64) + np.repeat(starts - sub_off[:-1], n_sh)
-            u, u_off = unique_per_doc(np.asarray(flat[gather]), sub_off)
-            sets.append(u)
-            counts.append(np.diff(u_off))
+            gather = np.arange(int(n_sh.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(n_sh) - n_sh), n_sh)
+            parts.append(np.asarray(flat[gather]))
+            counts.append(n_sh)
             del flat, off  # unmap: the pages read no longer count against the process
         offsets = np.zeros(len(keys) + 1, np.int64)
         if counts:
             np.cumsum(np.concatenate(counts), out=offsets[1:])
-        return keys, (np.concatenate(sets) if sets else np.zeros(0, np.uint32)), offsets
+        return keys, (np.concatenate(parts) if parts else np.zeros(0, np.uint32)), offsets
 
 
 def verify_pairs(
@@ -138,7 +134,7 @@ def verify_pairs(
         sa, sb = signatures.get(a), signatures.get(b)
         j = (sa == sb).mean(axis=1).astype(np.float32)
     else:
-        keys, sets, offsets = shingles.load(np.concatenate([a, b]))
-        j = pair_jaccards(sets, offsets, np.searchsorted(keys, a), np.searchsorted(keys, b))
+        keys, sh, offsets = shingles.load(np.concatenate([a, b]))
+        j = pair_jaccards(sh, offsets, np.searchsorted(keys, a), np.searchsorted(keys, b))
     keep = j >= np.float32(threshold) - np.float32(1e-6)
     return a[keep], b[keep], j[keep]

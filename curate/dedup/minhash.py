@@ -483,19 +483,21 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
-def pair_jaccards(sets: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """float32 exact Jaccard of set ``a[i]`` and set ``b[i]``, set ``k`` being ``sets[offsets[k]:offsets[k + 1]]``.
+def pair_jaccards(shingles: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """float32 exact Jaccard of the shingle sets of documents ``a[i]`` and ``b[i]``.
 
-    The sets are sorted uint32 shingle hashes without repeats (:func:`unique_per_doc`); the
-    compiled kernel merges each pair without branches, else :func:`exact_jaccard` per pair.
+    Document ``k``'s shingles are ``shingles[offsets[k]:offsets[k + 1]]`` (32-bit hashes in
+    any order, repeats allowed). The compiled kernel puts each pair through one hash table;
+    numpy makes sorted sets (:func:`unique_per_doc`) and merges each pair (:func:`exact_jaccard`).
     """
     out = np.empty(len(a), np.float32)
     if _native is not None:
         _native.pair_jaccard(
-            np.ascontiguousarray(sets, np.uint32), np.ascontiguousarray(offsets, np.int64),
+            np.ascontiguousarray(shingles, np.uint32), np.ascontiguousarray(offsets, np.int64),
             np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64), out,
         )  # fmt: skip
         return out
+    sets, set_off = unique_per_doc(shingles, offsets)
     for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
-        out[i] = exact_jaccard(sets[offsets[x] : offsets[x + 1]], sets[offsets[y] : offsets[y + 1]])
+        out[i] = exact_jaccard(sets[set_off[x] : set_off[x + 1]], sets[set_off[y] : set_off[y + 1]])
     return out

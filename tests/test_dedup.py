@@ -606,6 +606,8 @@ def test_pair_jaccards_compiled_and_numpy_equal_set_arithmetic(monkeypatch):
         with monkeypatch.context() as m:
             _numpy_only(m)
             ref = pair_jaccards(data, offsets, a, b)
+            m.setattr(minhash, "_SET_BLOCK", 50)  # sets made a few documents at a time
+            assert np.array_equal(pair_jaccards(data, offsets, a, b), ref)
         assert got.dtype == np.float32 and np.array_equal(got, ref)
         assert np.array_equal(got, np.array(truth, np.float32))
     if minhash._native is not None:

@@ -483,6 +483,9 @@ def exact_jaccard(a: np.ndarray, b: np.ndarray) -> float:
     return inter / (len(a) + len(b) - inter)
 
 
+_SET_BLOCK = 4_000_000  # shingles made into sorted sets at once by the numpy fallback of pair_jaccards
+
+
 def pair_jaccards(shingles: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """float32 exact Jaccard of the shingle sets of documents ``a[i]`` and ``b[i]``.
 
@@ -497,7 +500,17 @@ def pair_jaccards(shingles: np.ndarray, offsets: np.ndarray, a: np.ndarray, b: n
             np.ascontiguousarray(a, np.int64), np.ascontiguousarray(b, np.int64), out,
         )  # fmt: skip
         return out
-    sets, set_off = unique_per_doc(shingles, offsets)
+    parts, counts, start, n = [], [], 0, len(offsets) - 1
+    while start < n:  # sets of a few million shingles at a time: the sort keys take 8 bytes each
+        end = max(start + 1, int(np.searchsorted(offsets, offsets[start] + _SET_BLOCK, side="right")) - 1)
+        u, u_off = unique_per_doc(shingles[offsets[start] : offsets[end]], offsets[start : end + 1] - offsets[start])
+        parts.append(u)
+        counts.append(np.diff(u_off))
+        start = end
+    sets = np.concatenate(parts) if parts else np.zeros(0, np.uint32)
+    set_off = np.zeros(n + 1, np.int64)
+    if counts:
+        np.cumsum(np.concatenate(counts), out=set_off[1:])
     for i, (x, y) in enumerate(zip(a.tolist(), b.tolist())):
         out[i] = exact_jaccard(sets[set_off[x] : set_off[x + 1]], sets[set_off[y] : set_off[y + 1]])
     return out

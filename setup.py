@@ -1,7 +1,7 @@
 """The compiled shingle kernel (curate/dedup/_shingles.c); everything else is in pyproject.toml.
 
 ``optional=True``: without a C compiler the install still succeeds and fuzzy dedup uses the
-numpy implementation it is tested against (same hashes, about 3x slower shingling).
+numpy implementation it is tested against (same hashes; the signature phase about 2x slower).
 """
 
 from setuptools import Extension, setup

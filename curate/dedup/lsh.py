@@ -15,7 +15,7 @@ import numpy as np
 
 from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
-from curate.dedup.minhash import pair_jaccards
+from curate.dedup.minhash import estimated_jaccard, pair_jaccards, ranges
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 
@@ -109,9 +109,8 @@ class ShingleStore:
             rows = row_of(keys[shards == s])
             flat = np_load(self.dir / f"part-{int(s):05d}.npy")
             off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
-            starts, n_sh = np.asarray(off[rows]), np.asarray(off[rows + 1] - off[rows])
-            gather = np.arange(int(n_sh.sum()), dtype=np.int64) + np.repeat(starts - (np.cumsum(n_sh) - n_sh), n_sh)
-            parts.append(np.asarray(flat[gather]))
+            n_sh = np.asarray(off[rows + 1] - off[rows])
+            parts.append(np.asarray(flat[ranges(np.asarray(off[rows]), n_sh)]))
             counts.append(n_sh)
             del flat, off  # unmap: the pages read no longer count against the process
         offsets = np.zeros(len(keys) + 1, np.int64)
@@ -131,8 +130,7 @@ def verify_pairs(
     if len(a) == 0:
         return a, b, np.zeros(0, np.float32)
     if shingles is None:
-        sa, sb = signatures.get(a), signatures.get(b)
-        j = (sa == sb).mean(axis=1).astype(np.float32)
+        j = estimated_jaccard(signatures.get(a), signatures.get(b)).astype(np.float32)
     else:
         keys, sh, offsets = shingles.load(np.concatenate([a, b]))
         j = pair_jaccards(sh, offsets, np.searchsorted(keys, a), np.searchsorted(keys, b))

@@ -135,30 +135,15 @@ def _non_ascii_is_word(b: np.ndarray, hi: np.ndarray) -> np.ndarray:
     return word[char_of] & inside & (hi >= lp[0])
 
 
+def ranges(starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """int64 ``arange(s, s + n)`` for each ``(s, n)``, concatenated, in one vectorised pass."""
+    lengths = np.asarray(lengths, np.int64)
+    before = np.cumsum(lengths) - lengths  # where each range begins in the output
+    return np.arange(int(lengths.sum()), dtype=np.int64) + np.repeat(np.asarray(starts, np.int64) - before, lengths)
+
+
 _MASKS = np.array([0] + [(1 << (8 * k)) - 1 for k in range(1, 8)] + [(1 << 64) - 1], dtype=np.uint64)
 _WORD_CHUNKS = 8  # words are hashed on their first 64 bytes, their last 8 and their length
-
-
-def _word_bytes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, int, np.ndarray, np.ndarray]:
-    """(lowercased UTF-8 bytes + 8 zero bytes, their size, int64 document offsets, is-word mask).
-
-    Every document is followed by a space, so no word runs from one document into the next.
-    """
-    if isinstance(texts, pa.ChunkedArray):
-        texts = texts.combine_chunks()
-    norm = pc.utf8_lower(texts)
-    n = len(norm)
-    if norm.null_count:
-        norm = pc.fill_null(norm, "")
-    norm = pc.binary_join_element_wise(norm, pa.scalar(" ", norm.type), pa.scalar("", norm.type)).cast(pa.large_binary())
-    bufs = norm.buffers()
-    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
-    base = int(offs[0])
-    size = int(offs[-1]) - base
-    offs = offs - base
-    padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
-    padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
-    return padded, size, offs, _is_word_byte(padded[:size])
 
 
 def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarray]:
@@ -170,8 +155,22 @@ def word_hashes(texts: pa.Array | pa.ChunkedArray) -> tuple[np.ndarray, np.ndarr
     bytes read 8 at a time through an unaligned uint64 view (all bytes of words up to 64 bytes;
     for longer words the first 64 and the last 8).
     """
-    padded, size, offs, isw = _word_bytes(texts)
-    n = len(offs) - 1
+    if isinstance(texts, pa.ChunkedArray):
+        texts = texts.combine_chunks()
+    norm = pc.utf8_lower(texts)
+    n = len(norm)
+    if norm.null_count:
+        norm = pc.fill_null(norm, "")
+    # a space after every document: no word can run from one document into the next
+    norm = pc.binary_join_element_wise(norm, pa.scalar(" ", norm.type), pa.scalar("", norm.type)).cast(pa.large_binary())
+    bufs = norm.buffers()
+    offs = np.frombuffer(bufs[1], dtype=np.int64, count=n + 1, offset=norm.offset * 8)
+    base = int(offs[0])
+    size = int(offs[-1]) - base
+    offs = offs - base
+    padded = np.zeros(size + 8, np.uint8)  # 8 spare bytes: the uint64 view may read past the end
+    padded[:size] = np.frombuffer(bufs[2], dtype=np.uint8, count=size, offset=base)
+    isw = _is_word_byte(padded[:size])
     change = np.empty(size, bool)
     if size:
         change[0] = isw[0]
@@ -266,14 +265,9 @@ def shingle_hashes(wh: np.ndarray, offsets: np.ndarray, n: int) -> tuple[np.ndar
             last = offsets[1:] - k  # n-grams starting in a document's last n - 1 words run past its end
             valid[last[(last >= offsets[:-1]) & (last < len(h))]] = False
         return _mix64_inplace(h[valid]), out_off
-    # gather index of each full shingle: offsets[d] + j for j < full[d]
-    doc_of = np.repeat(np.arange(ndocs), full)
-    starts = np.repeat(offsets[:-1], full)
-    within = np.arange(len(doc_of)) - np.repeat(np.cumsum(full) - full, full)
-    full_hashes = h[starts + within] if len(doc_of) else np.zeros(0, np.uint64)
+    # full shingle j < full[d] of document d is n-gram offsets[d] + j, output out_off[d] + j
     out = np.empty(total, np.uint64)
-    full_pos = np.repeat(out_off[:-1], full) + within
-    out[full_pos] = full_hashes
+    out[ranges(out_off[:-1], full)] = h[ranges(offsets[:-1], full)]
     if short.any():
         m1, mask = int(_M1), (1 << 64) - 1
         for d in np.nonzero(short)[0]:
@@ -323,11 +317,11 @@ def oph_signatures(sh: np.ndarray, off: np.ndarray, num_perm: int, seed: int, ro
     sig = np.full((n, num_perm), EMPTY, np.uint32)
     if len(sh) == 0:
         return sig
-    mults = [mix64(np.array([(seed * 0x10001 + r) & (2**64 - 1)], np.uint64))[0] | np.uint64(1) for r in range(rounds)]
+    mults = mix64(np.arange(rounds, dtype=np.uint64) + np.uint64((seed * 0x10001) & (2**64 - 1))) | np.uint64(1)
     if _native is not None:
         _native.oph_signatures(
             np.ascontiguousarray(sh, np.uint64), np.ascontiguousarray(off, np.int64), num_perm,
-            np.array(mults, np.uint64), _probe_table(num_perm, seed), sig,
+            mults, _probe_table(num_perm, seed), sig,
         )  # fmt: skip
         return sig
     flat = sig.reshape(-1)

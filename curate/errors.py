@@ -8,13 +8,15 @@ class CurateError(Exception):
 class ShardError(CurateError):
     """One or more shards of a stage failed; the finished shards stay on disk."""
 
-    def __init__(self, stage: str, failures: list[tuple[str, str]], total: int) -> None:
+    def __init__(self, stage: str, failures: list[tuple[str, str]], total: int, transient: bool = False) -> None:
         self.failures = failures
-        first = "; ".join(f"{name}: {msg}" for name, msg in failures[:3])
-        more = f" (and {len(failures) - 3} more)" if len(failures) > 3 else ""
-        super().__init__(
-            f"{stage}: {len(failures)} of {total} shard(s) failed: {first}{more}; finished shards are kept, re-run to complete the rest"
-        )
+        self.transient = transient
+        advice = "re-run to complete the rest" if transient else "fix the cause, then re-run to complete the rest"
+        super().__init__(f"{stage}: {len(failures)} of {total} shard(s) failed (named above); finished shards are kept: {advice}")
+
+
+class StageFailed(CurateError):
+    """A stage ran but its records failed (it kept nothing because of errors): no ``_SUCCESS`` is written."""
 
 
 class OutputError(CurateError):

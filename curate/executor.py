@@ -28,7 +28,14 @@ log = logging.getLogger("curate")
 
 
 def init_worker_logging(level: int) -> None:
-    """Give a worker process the CLI's log format and level (``curate: ...`` on stderr)."""
+    """Set up a worker process: the CLI's log format and level (``curate: ...`` on stderr), and no Ctrl-C.
+
+    Ctrl-C reaches every process of the terminal's foreground group; the parent alone
+    handles it (it stops the workers and prints one line), so workers ignore SIGINT.
+    """
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("curate: %(message)s"))
     log.handlers[:] = [handler]
@@ -66,9 +73,8 @@ class Progress:
             self.bar.update(1)
             if note:
                 self.bar.set_postfix_str(note, refresh=False)
-        else:
-            state = "FAILED" if failed else "done"
-            log.info("%s [%d/%d] %s %s%s", self.desc, self.done, self.total, label, state, f": {note}" if note else "")
+        elif not failed:  # a failure is logged once, by the executor
+            log.info("%s [%d/%d] %s done%s", self.desc, self.done, self.total, label, f": {note}" if note else "")
 
     def close(self) -> None:
         if self.bar is not None:
@@ -93,7 +99,7 @@ class Executor(ABC):
 
     @abstractmethod
     def _run(self, fn: Callable[[Any], Any], items: Sequence[Any]) -> Iterator[tuple[int, bool, Any]]:
-        """Yield ``(index, ok, result_or_error_message)`` as items finish, in any order."""
+        """Yield ``(index, True, result)`` or ``(index, False, (message, transient))`` as items finish, in any order."""
 
     def map(
         self,
@@ -108,6 +114,7 @@ class Executor(ABC):
         """Run ``fn`` over ``items``; return results in item order or raise ShardError."""
         results: list[Any] = [None] * len(items)
         failures: list[tuple[str, str]] = []
+        transient = False
         progress = Progress(len(items), desc, unit)
         try:
             for i, ok, value in self._run(fn, items):
@@ -115,14 +122,16 @@ class Executor(ABC):
                     results[i] = value
                     progress.update(labels[i], describe(value) if describe else "")
                 else:
-                    failures.append((labels[i], value))
-                    progress.update(labels[i], value, failed=True)
-                    log.error("%s: %s failed: %s", desc, labels[i], value)
+                    message, again = value
+                    failures.append((labels[i], message))
+                    transient = transient or again
+                    progress.update(labels[i], failed=True)
+                    log.error("%s: %s failed: %s", desc, labels[i], message)
         finally:
             progress.close()
         if failures:
             failures.sort()
-            raise ShardError(desc, failures, len(items))
+            raise ShardError(desc, failures, len(items), transient=transient)
         return results
 
 
@@ -139,13 +148,14 @@ def fatal_error(exc: BaseException) -> OutputError | None:
     return None
 
 
-def _error_message(exc: BaseException) -> str:
+def _failure(exc: BaseException) -> tuple[str, bool]:
+    """One line for a failed item, and whether trying again may succeed (a dead worker, an I/O error)."""
     if isinstance(exc, CurateError):
-        return str(exc)
+        return str(exc), bool(getattr(exc, "transient", False))
     if isinstance(exc, BrokenProcessPool):
-        return "a worker process died (killed, or out of memory)"
+        return "a worker process died (killed, or out of memory)", True
     text = str(exc).strip().splitlines()
-    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": "), isinstance(exc, (OSError, MemoryError))
 
 
 class LocalExecutor(Executor):
@@ -178,6 +188,17 @@ class LocalExecutor(Executor):
             self._pool.shutdown(wait=True, cancel_futures=True)
             self._pool = None
 
+    def kill(self) -> None:
+        """Stop the workers now (Ctrl-C): a shard being written is left as a temporary file, cleared by the next run."""
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            for proc in list(getattr(pool, "_processes", {}).values()):
+                try:
+                    proc.terminate()
+                except Exception:  # noqa: BLE001 - best effort
+                    pass
+            pool.shutdown(wait=False, cancel_futures=True)
+
     def __del__(self) -> None:  # pragma: no cover - interpreter shutdown order varies
         try:
             self.close()
@@ -193,7 +214,7 @@ class LocalExecutor(Executor):
                     fatal = fatal_error(exc)
                     if fatal is not None:
                         raise fatal from exc
-                    yield i, False, _error_message(exc)
+                    yield i, False, _failure(exc)
                 else:
                     yield i, True, value
             return
@@ -215,7 +236,10 @@ class LocalExecutor(Executor):
                             raise fatal  # cancels the pending shards below
                         if isinstance(exc, BrokenProcessPool):
                             self._pool = None  # a dead worker breaks the pool: start a new one next time
-                        yield futures[fut], False, _error_message(exc)
+                        yield futures[fut], False, _failure(exc)
+        except KeyboardInterrupt:
+            self.kill()
+            raise
         except BaseException:
             for fut in futures:
                 fut.cancel()
@@ -294,9 +318,9 @@ class RayExecutor(Executor):
                         for ref in pending:
                             ray.cancel(ref)
                         raise fatal from None
-                    yield i, False, _error_message(cause) if isinstance(cause, BaseException) else _error_message(exc)
+                    yield i, False, _failure(cause) if isinstance(cause, BaseException) else _failure(exc)
                 except ray.exceptions.RayError as exc:
-                    yield i, False, f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}"
+                    yield i, False, (f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}", True)
                 else:
                     yield i, True, value
 

@@ -42,8 +42,8 @@ from pathlib import Path
 
 import numpy as np
 
-from curate.dataset import AnyPath, as_path, open_input, upload_file
 from curate.errors import CurateError, output_error
+from curate.storage import AnyPath, as_path, open_input, upload_file
 
 MAGIC = b"MMIDIDX\x00\x00"
 VERSION = 1

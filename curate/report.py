@@ -33,8 +33,8 @@ from pathlib import Path
 from typing import Any
 
 from curate import __version__
-from curate.dataset import as_path
 from curate.errors import CurateError
+from curate.storage import as_path
 
 log = logging.getLogger("curate")
 
@@ -1639,7 +1639,7 @@ def write_report(
     paths: Sequence[str | os.PathLike], out: str | os.PathLike, *, title: str | None = None, samples: int = 2
 ) -> dict[str, Any]:
     """Collect, render and write the page (atomically); returns a summary for the CLI."""
-    from curate.dataset import write_bytes_atomic
+    from curate.storage import write_bytes_atomic
 
     t0 = time.monotonic()
     run = collect(paths)

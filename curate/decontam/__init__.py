@@ -4,11 +4,6 @@
 * ``index``: the evaluation keys as sorted uint64 arrays, memory-mapped by the workers;
 * ``evalsets``: evaluation sets from local files or the hub;
 * ``cut``: finding keys in documents and MT-NLG's cutting rule (the map stage);
-* ``run``: the three phases (index, count, cut) over a dataset directory;
+* ``run``: the stage: three phases (index, count, cut) over a dataset directory;
 * ``reference``: the same rule in plain Python with a set of strings (tests, benchmark).
 """
-
-from curate.decontam.cut import DecontamStage, cut_spans, find_matches
-from curate.decontam.run import run_decontam
-
-__all__ = ["DecontamStage", "cut_spans", "find_matches", "run_decontam"]

@@ -32,7 +32,7 @@ skips overlapping matches) and a key is ignored when that number is *over* the l
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -40,9 +40,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.dataset import MapResult
 from curate.decontam.index import Index
 from curate.decontam.ngrams import batch_words, ngram_keys
+from curate.runtime import MapResult
 from curate.schema import BASE_FIELDS, rejected_schema, with_column
 
 SENTENCE_ENDS = ".!?"
@@ -204,22 +204,6 @@ class DecontamStage:
     sentence_ends: str = SENTENCE_ENDS
     work: str = ""
     shared: tuple[Any, Any] | None = None
-    name: str = field(default="decontam", init=False)
-
-    def params(self) -> dict[str, Any]:
-        return {
-            "evals": list(self.evals),
-            "eval_fields": list(self.eval_fields),
-            "eval_splits": list(self.eval_splits),
-            "eval_fingerprint": self.eval_fingerprint,
-            "ngram": self.ngram,
-            "min_ngram": self.min_ngram,
-            "cut_chars": self.cut_chars,
-            "min_piece_chars": self.min_piece_chars,
-            "max_pieces": self.max_pieces,
-            "freq_limit": self.freq_limit,
-            "sentence_ends": self.sentence_ends,
-        }
 
     # -- lazily opened work files (memory maps; never pickled to workers)
     def __getstate__(self) -> dict[str, Any]:
@@ -228,12 +212,10 @@ class DecontamStage:
     def _load(self) -> None:
         if getattr(self, "_index", None) is None:
             if self.shared is not None:
-                from curate.executor import shared
-
-                self._index = shared(self.shared[0])
-                self._ignored, self._cut_docs = shared(self.shared[1])
+                self._index = self.shared[0].get()
+                self._ignored, self._cut_docs = self.shared[1].get()
                 return
-            from curate.dataset import as_path, np_load
+            from curate.storage import as_path, np_load
 
             work = as_path(self.work)
             self._index = Index.open(work / "index")

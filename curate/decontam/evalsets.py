@@ -28,9 +28,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from curate.dataset import as_path, file_sha256, open_input
 from curate.errors import CurateError
 from curate.hub import check_hub_reachable
+from curate.storage import as_path, file_sha256, open_input
 
 SUFFIXES = (".jsonl", ".json", ".jsonl.gz", ".json.gz", ".jsonl.zst", ".json.zst", ".parquet", ".txt", ".txt.gz", ".txt.zst")
 DEFAULT_FIELDS = ["text"]
@@ -97,7 +97,7 @@ def file_stem(path: Path) -> str:
 
 def _looks_like_path(spec: str) -> bool:
     """Hub names never start with ``.``, ``/`` or ``~``, never end with a file suffix, and their owner is no local folder."""
-    from curate.dataset import is_url
+    from curate.storage import is_url
 
     return (
         is_url(spec) or spec.startswith((".", "/", "~")) or spec.endswith(SUFFIXES) or ("/" in spec and Path(spec.split("/")[0]).is_dir())
@@ -260,7 +260,7 @@ def _parquet_records(path: Path, fields: list[str]) -> Iterator[str]:
     missing = [f for f in top if f not in names]
     if missing:
         raise CurateError(f"{path}: no field {missing[0]!r} (has: {', '.join(names)}); choose fields with --eval-field")
-    from curate.stages.textcol import repair_utf8
+    from curate.dataset import repair_utf8
 
     row_no = 0
     for batch in pf.iter_batches(columns=top, batch_size=4096):

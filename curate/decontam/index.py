@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from curate.dataset import as_path, np_load, write_bytes_atomic, write_json_atomic
+from curate.storage import as_path, np_load, write_bytes_atomic, write_json_atomic
 
 INDEX_JSON = "index.json"
 TABLES = ("long", "short")

@@ -7,8 +7,8 @@
    (document id hash, key) pairs in ``OUT/_work/count/``; merged, they give each key's
    document frequency, the keys over ``--freq-limit`` (``ignored.npy``) and the documents
    to cut (``cut_docs.npy``).
-3. **cut**: a map stage (``run_map_stage``: resumable, per-shard stats, ``_rejected/``)
-   that re-reads only the documents to cut and passes every other one through.
+3. **cut**: the runtime's map pass (resumable, per-shard stats, ``_rejected/``) with a
+   stage that re-reads only the documents to cut and passes every other one through.
 
 Each phase's files are written atomically and reused by a re-run with the same parameters.
 """
@@ -22,26 +22,17 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
-from curate.dataset import (
-    OutputDir,
-    as_path,
-    iter_tables,
-    np_load,
-    resolve_inputs,
-    run_map_stage,
-    shard_name,
-    write_bytes_atomic,
-    write_json_atomic,
-)
-from curate.decontam.cut import DecontamStage, find_matches, id_hashes
+from curate.dataset import iter_tables, shard_name
+from curate.decontam.cut import SENTENCE_ENDS, DecontamStage, find_matches, id_hashes
 from curate.decontam.evalsets import fingerprint, load_eval_set, parse_specs
 from curate.decontam.index import INDEX_JSON, Index, _sorted_unique, build_index
 from curate.errors import CurateError
-from curate.executor import Executor, LocalExecutor, shared
+from curate.runtime import Context, Stage, param
+from curate.storage import np_load, write_bytes_atomic, write_json_atomic
 
 log = logging.getLogger("curate")
 WORK = "_work"
@@ -67,7 +58,7 @@ class _CountJob:
 def _count_shard(job: _CountJob) -> dict[str, Any]:
     """Phase 2 for one shard: unique (id hash, key) pairs, an example text per key, counters."""
     t0 = time.perf_counter()
-    index = shared(job.shared_index) if job.shared_index is not None else Index.open(job.index)
+    index = job.shared_index.get() if job.shared_index is not None else Index.open(job.index)
     docs_parts, key_parts = [], []
     examples: dict[str, str] = {}
     stats = {"docs": 0, "chars": 0, "docs_no_words": 0, "docs_matched": 0, "matches": 0}
@@ -148,17 +139,6 @@ def _merge_counts(count_dir: Path, names: list[str], freq_limit: int) -> tuple[n
     return ignored, cut_docs, summary
 
 
-def _map_params(stage: DecontamStage, inputs: list[str], keep_rejected: bool, only_sources: list[str] | None) -> dict[str, Any]:
-    """The parameters ``run_map_stage`` records, so that phases 1-2 can prepare OUT first."""
-    return {
-        "_stage": stage.name,
-        "inputs": [str(as_path(i)) for i in inputs],
-        "keep_rejected": keep_rejected,
-        "only_sources": only_sources or None,
-        **stage.params(),
-    }
-
-
 def check_options(
     ngram: int, min_ngram: int, cut_chars: int, min_piece_chars: int, max_pieces: int, freq_limit: int, sentence_ends: str
 ) -> None:
@@ -176,104 +156,131 @@ def check_options(
         raise CurateError(f"--sentence-ends must be punctuation or spaces, not word characters (got {sentence_ends!r})")
 
 
-def run_decontam(
-    inputs: list[str],
-    out: str | Path,
-    *,
-    evals: list[str],
-    eval_fields: list[str] | None = None,
-    eval_splits: list[str] | None = None,
-    ngram: int = 13,
-    min_ngram: int = 8,
-    cut_chars: int = 200,
-    min_piece_chars: int = 200,
-    max_pieces: int = 10,
-    freq_limit: int = 10,
-    sentence_ends: str = ".!?",
-    executor: Executor | None = None,
-    overwrite: bool = False,
-    keep_rejected: bool = False,
-    only_sources: list[str] | None = None,
-) -> dict[str, Any]:
-    """Decontaminate ``inputs`` against the evaluation sets into ``out``; returns the ``_SUCCESS`` record."""
-    check_options(ngram, min_ngram, cut_chars, min_piece_chars, max_pieces, freq_limit, sentence_ends)
-    files = resolve_inputs(inputs)
-    specs = parse_specs(evals, eval_fields or [], eval_splits or [])
-    t0 = time.perf_counter()
-    sets = [load_eval_set(s) for s in specs]
-    fp = fingerprint(sets)
-    out = as_path(out)
-    work = out / WORK
-    stage = DecontamStage(
-        evals=list(evals),
-        eval_fields=list(eval_fields or []),
-        eval_splits=list(eval_splits or []),
-        eval_fingerprint=fp,
-        ngram=ngram,
-        min_ngram=min_ngram,
-        cut_chars=cut_chars,
-        min_piece_chars=min_piece_chars,
-        max_pieces=max_pieces,
-        freq_limit=freq_limit,
-        sentence_ends=sentence_ends,
-        work=str(work),
-    )
-    executor = executor or LocalExecutor()
-    od = OutputDir(out, stage.name, _map_params(stage, inputs, keep_rejected, only_sources), overwrite)
-    od.prepare()
-    if od.complete and all(od.is_done(shard_name(i)) for i in range(len(files))):
-        return run_map_stage(stage, inputs, out, executor=executor, keep_rejected=keep_rejected, only_sources=only_sources)
+@dataclass
+class Decontam(Stage):
+    """Cut evaluation-set 13-grams out of the training documents (MT-NLG decontamination).
 
-    # Phase 1: the index (reused when the evaluation sets and n-gram sizes are unchanged).
-    index_dir = work / "index"
-    info_file = index_dir / INDEX_JSON
-    old = json.loads(info_file.read_text()) if info_file.exists() else {}
-    if old.get("fingerprint") == fp and old.get("n") == ngram and old.get("min_n") == min_ngram:
-        index = Index.load(index_dir)
-        log.info("decontam: reusing the index in %s", index_dir)
-    else:
-        index = build_index([(s.spec.name, s.texts) for s in sets], ngram, min_ngram, fp)
-        index.save(index_dir)
-    # Ray: the index goes through the object store once (tasks on other machines need no shared filesystem).
-    by_reference = getattr(executor, "name", "local") == "ray"
-    shared_index = executor.share(index) if by_reference else None
-    info = dict(index.info)
-    info["seconds"] = round(time.perf_counter() - t0, 3)
-    log.info(
-        "decontam: index of %s keys from %d evaluation set(s), %.1f MB (%.1f bytes per n-gram)",
-        f"{info['entries']:,}",
-        len(sets),
-        info["bytes"] / 1e6,
-        info["bytes_per_ngram"],
-    )
-    del index, sets
+    Every 13-gram of lowercase words of an evaluation text (or the whole text, for texts
+    of 8 to 12 words) is a key. Each match in a training document is removed with 200
+    characters on each side, extended to the nearest sentence end (. ! ?), and the
+    document is split there: pieces get ids <id>-<k> and meta.decontam_parent; pieces
+    under 200 characters are dropped (reason decontam_short_piece), a document left in
+    more than 10 pieces is dropped whole (decontam_too_many_pieces). N-grams found in more
+    than --freq-limit training documents are ignored (a first counting pass). Untouched
+    documents keep their id. Work files (the index, counts) are under OUT/_work/.
 
-    # Phase 2: document frequency of every key (one job per shard; counted shards are kept).
-    count_dir = work / "count"
-    names = [shard_name(i) for i in range(len(files))]
-    jobs = [
-        _CountJob(f, index_dir, count_dir, n, fp, shared_index) for f, n in zip(files, names) if not _counted(count_dir / f"{n}.json", fp)
-    ]
-    if jobs:
-        executor.map(_count_shard, jobs, labels=[j.name for j in jobs], desc="decontam count", describe=_describe_count)
-    ignored, cut_docs, counting = _merge_counts(count_dir, names, freq_limit)
-    write_bytes_atomic(work / "ignored.npy", _npy_bytes(ignored))
-    write_bytes_atomic(work / "cut_docs.npy", _npy_bytes(cut_docs))
-    if by_reference:
-        stage.shared = (shared_index, executor.share((ignored, cut_docs)))
-    log.info(
-        "decontam: %s of %s documents hold evaluation n-grams; %s n-gram(s) ignored as too common (in more than %d documents)",
-        f"{counting['docs_to_cut']:,}",
-        f"{counting.get('docs', 0):,}",
-        f"{counting['keys_ignored']:,}",
-        freq_limit,
-    )
+    \b
+    Example:
+      curate decontam --in out/dedup --out out/decontam \\
+          --eval sample_data/eval/lambada_like.jsonl \\
+          --eval sample_data/eval/qa_like.jsonl --eval-field qa_like=question,answer
+    """
 
-    # Phase 3: cut (a resumable map stage).
-    def finish(merged: dict[str, Any]) -> dict[str, Any]:
-        return {"decontam": {"index": info, "counting": counting}, "wall_seconds": round(time.perf_counter() - t0, 3)}
+    name: ClassVar[str] = "decontam"
+    kind: ClassVar[str] = "global"
+    evals: list[str] = param([], "Evaluation set (repeatable): a .jsonl/.json/.parquet/.txt file (.gz/.zst too), a directory of them "
+                             "(one set per file), or a hub dataset NAME[:CONFIG] loaded with `datasets` ('hub:' forces the hub).",
+                             flag="--eval", metavar="PATH|NAME", multiple=True, required=True)  # fmt: skip
+    eval_fields: list[str] = param([], "Fields joined with a space into an item's text (repeatable or comma-separated; dotted for "
+                                   "nested); SET=FIELDS for one set only.  [default: text]", flag="--eval-field",
+                                   metavar="[SET=]FIELD,...", multiple=True)  # fmt: skip
+    eval_splits: list[str] = param([], "Hub splits to read (comma-separated; SET=SPLITS for one set).  [default: test]",
+                                   flag="--eval-split", metavar="[SET=]SPLIT,...", multiple=True)  # fmt: skip
+    ngram: int = param(13, "Words per n-gram key.", min=1)
+    min_ngram: int = param(8, "Evaluation texts of min-ngram to ngram-1 words are used whole as keys; shorter ones are ignored.", min=1)
+    cut_chars: int = param(200, "Characters removed on each side of a match, then extended to the nearest sentence end.", min=0)
+    min_piece_chars: int = param(200, "Pieces shorter than this are dropped.", min=0)
+    max_pieces: int = param(10, "A document left in more pieces is dropped whole.", min=1)
+    freq_limit: int = param(10, "N-grams found in more training documents than this are ignored as too common (0: no limit).", min=0)
+    sentence_ends: str = param(SENTENCE_ENDS, "Characters that end a sentence (MT-NLG: .!?).")
 
-    return run_map_stage(stage, inputs, out, executor=executor, keep_rejected=keep_rejected, only_sources=only_sources, finish=finish)
+    def __post_init__(self) -> None:
+        check_options(self.ngram, self.min_ngram, self.cut_chars, self.min_piece_chars, self.max_pieces, self.freq_limit,
+                      self.sentence_ends)  # fmt: skip
+        self.specs = parse_specs(list(self.evals), list(self.eval_fields), list(self.eval_splits))
+        self.sets = [load_eval_set(s) for s in self.specs]
+        self.eval_fingerprint = fingerprint(self.sets)
+
+    def params(self) -> dict[str, Any]:
+        return {**super().params(), "eval_fingerprint": self.eval_fingerprint}
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {k: v for k, v in self.__dict__.items() if k != "sets"}
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        return [*super().summary(record), *contamination_lines(record)]
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        """Index the evaluation sets, count matches per shard, then cut (the map pass)."""
+        t0 = time.perf_counter()
+        files = ctx.files
+        work = ctx.work
+        fp = self.eval_fingerprint
+        sets = self.sets
+        stage = DecontamStage(
+            evals=list(self.evals),
+            eval_fields=list(self.eval_fields),
+            eval_splits=list(self.eval_splits),
+            eval_fingerprint=fp,
+            ngram=self.ngram,
+            min_ngram=self.min_ngram,
+            cut_chars=self.cut_chars,
+            min_piece_chars=self.min_piece_chars,
+            max_pieces=self.max_pieces,
+            freq_limit=self.freq_limit,
+            sentence_ends=self.sentence_ends,
+            work=str(work),
+        )
+
+        # Phase 1: the index (reused when the evaluation sets and n-gram sizes are unchanged).
+        index_dir = work / "index"
+        info_file = index_dir / INDEX_JSON
+        old = json.loads(info_file.read_text()) if info_file.exists() else {}
+        if old.get("fingerprint") == fp and old.get("n") == self.ngram and old.get("min_n") == self.min_ngram:
+            index = Index.load(index_dir)
+            log.info("decontam: reusing the index in %s", index_dir)
+        else:
+            index = build_index([(s.spec.name, s.texts) for s in sets], self.ngram, self.min_ngram, fp)
+            index.save(index_dir)
+        # Ray: the index goes through the object store once (tasks on other machines need no shared filesystem).
+        shared_index = ctx.share(index) if ctx.on_ray else None
+        info = dict(index.info)
+        info["seconds"] = round(time.perf_counter() - t0, 3)
+        log.info(
+            "decontam: index of %s keys from %d evaluation set(s), %.1f MB (%.1f bytes per n-gram)",
+            f"{info['entries']:,}",
+            len(sets),
+            info["bytes"] / 1e6,
+            info["bytes_per_ngram"],
+        )
+        del index
+
+        # Phase 2: document frequency of every key (one job per shard; counted shards are kept).
+        count_dir = work / "count"
+        names = [shard_name(i) for i in range(len(files))]
+        jobs = [
+            _CountJob(f, index_dir, count_dir, n, fp, shared_index) for f, n in zip(files, names) if not _counted(count_dir / f"{n}.json", fp)
+        ]
+        if jobs:
+            ctx.map(_count_shard, jobs, labels=[j.name for j in jobs], desc="decontam count", describe=_describe_count)
+        ignored, cut_docs, counting = _merge_counts(count_dir, names, self.freq_limit)
+        write_bytes_atomic(work / "ignored.npy", _npy_bytes(ignored))
+        write_bytes_atomic(work / "cut_docs.npy", _npy_bytes(cut_docs))
+        if ctx.on_ray:
+            stage.shared = (shared_index, ctx.share((ignored, cut_docs)))
+        log.info(
+            "decontam: %s of %s documents hold evaluation n-grams; %s n-gram(s) ignored as too common (in more than %d documents)",
+            f"{counting['docs_to_cut']:,}",
+            f"{counting.get('docs', 0):,}",
+            f"{counting['keys_ignored']:,}",
+            self.freq_limit,
+        )
+
+        # Phase 3: cut (the runtime's resumable map pass).
+        def finish(merged: dict[str, Any]) -> dict[str, Any]:
+            return {"decontam": {"index": info, "counting": counting}}
+
+        return ctx.map_pass(stage, finish=finish)
 
 
 def contamination_lines(record: dict[str, Any]) -> list[str]:

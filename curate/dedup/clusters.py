@@ -11,15 +11,15 @@ round, about 3 times that).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import MapResult, as_path, read_parquet
+from curate.runtime import MapResult
 from curate.schema import with_column
+from curate.storage import as_path, read_parquet
 
 SHARD_SHIFT = 32
 ROW_MASK = (1 << SHARD_SHIFT) - 1
@@ -122,14 +122,9 @@ class ApplyClusters:
 
     members: str | None
     reason: str
-    stage_params: dict[str, Any] = field(default_factory=dict)
-    name: str = "dedup"
     tag: bool = True  # add the dup_cluster column to kept documents
     _row: int = 0
     _loaded: tuple[np.ndarray, list[str], np.ndarray] | None = None
-
-    def params(self) -> dict[str, Any]:
-        return self.stage_params
 
     def _load(self) -> tuple[np.ndarray, list[str], np.ndarray]:
         if self._loaded is None:

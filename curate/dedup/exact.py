@@ -12,32 +12,22 @@ from __future__ import annotations
 import logging
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.dataset import (
-    OutputDir,
-    iter_tables,
-    map_stage_params,
-    open_parquet,
-    read_parquet,
-    read_success,
-    resolve_inputs,
-    run_map_stage,
-    shard_name,
-    write_table_atomic,
-)
+from curate.dataset import iter_tables, open_parquet, shard_name, write_table_atomic
 from curate.dedup.clusters import ApplyClusters, cluster_size_histogram, doc_key
-from curate.dedup.fuzzy import write_clusters
+from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS, PRIORITY_HELP, write_clusters
 from curate.errors import CurateError
-from curate.executor import Executor, LocalExecutor
+from curate.runtime import Context, Stage, param
 from curate.schema import source_rank
+from curate.storage import read_parquet
 
 log = logging.getLogger("curate")
 
@@ -56,16 +46,6 @@ def normalize_texts(texts: pa.Array | pa.ChunkedArray, ops: list[str]) -> pa.Arr
     if "whitespace" in ops:
         texts = pc.utf8_trim_whitespace(pc.replace_substring_regex(texts, r"\s+", " "))
     return texts
-
-
-@dataclass
-class ExactParams:
-    priority: list[str] = field(default_factory=list)
-    normalize: list[str] = field(default_factory=lambda: ["lower", "whitespace"])
-    name: str = "dedup_exact"
-
-    def params(self) -> dict[str, Any]:
-        return {"priority": self.priority, "normalize": self.normalize}
 
 
 @dataclass
@@ -157,66 +137,73 @@ def _bucket_job(job: _BucketJob) -> dict[str, Any]:
     return {"docs": n, "duplicates": int(in_dup.sum() - new_run[in_dup].sum())}
 
 
-def run_exact(
-    inputs: list[str],
-    out: str | Path,
-    *,
-    priority: list[str] | None = None,
-    normalize: list[str] | None = None,
-    executor: Executor | None = None,
-    overwrite: bool = False,
-    keep_rejected: bool = False,
-    buckets: int | None = None,
-) -> dict[str, Any]:
-    """Exact dedup of all ``inputs`` together into ``out``; returns the ``_SUCCESS`` record."""
-    normalize = ["lower", "whitespace"] if normalize is None else normalize
-    bad = [n for n in normalize if n not in NORMALIZATIONS]
-    if bad:
-        raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
-    executor = executor or LocalExecutor()
-    files = resolve_inputs(inputs)
-    stage = ExactParams(list(priority or []), list(normalize))
-    params = map_stage_params(stage, inputs, keep_rejected)  # type: ignore[arg-type]
-    od = OutputDir(out, stage.name, params, overwrite)
-    od.prepare()
-    if od.complete:
-        log.info("dedup exact: %s is complete; nothing to do (use --overwrite to redo)", od.path)
-        return read_success(od.path)
-    work = od.path / "_work"
-    if buckets is None:
-        total = sum(open_parquet(f).metadata.num_rows for f in files)
-        buckets = max(1, min(256, math.ceil(total / DOCS_PER_BUCKET)))
-    t0 = time.perf_counter()
-    jobs = [_HashJob(i, f, work, buckets, stage.priority, stage.normalize) for i, f in enumerate(files)]
-    executor.map(_hash_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup exact: hashes")
-    bjobs = [_BucketJob(b, work, len(files)) for b in range(buckets)]
-    executor.map(_bucket_job, bjobs, labels=[f"bucket-{b:03d}" for b in range(buckets)], desc="dedup exact: buckets", unit="bucket")
-    clusters_path = od.path / "_clusters.parquet"
-    if not clusters_path.exists():
-        dups = pa.concat_tables([read_parquet(work / "dups" / f"bucket-{b:03d}.parquet") for b in range(buckets)])
-        dups = dups.take(pc.sort_indices(dups, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
-        write_clusters(work, od.path, dups, len(files))
-    clusters = read_parquet(clusters_path)
-    seconds = time.perf_counter() - t0
+@dataclass
+class ExactDedup(Stage):
+    """Drop documents whose normalised text appeared before, across all inputs.
 
-    def finish(merged: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "dedup": {
-                "buckets": buckets,
-                "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
-                "cluster_sizes": cluster_size_histogram(clusters),
-                "phase_seconds": {"hash_and_group": round(seconds, 3)},
+    Of each group of identical texts the document of the best --priority source is kept
+    (ties: the smallest id); the others are rejected with reason exact_dup and dup_of.
+    OUT/_clusters.parquet lists every group (id, cluster, source, kept).
+
+    \b
+    Example:
+      curate dedup exact --in out/langid --in out/cc_langid --out out/exact \\
+          --priority 'pile/Wikipedia,pile/*,cc/*'
+    """
+
+    name: ClassVar[str] = "dedup_exact"
+    kind: ClassVar[str] = "global"
+    options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
+    option_help: ClassVar[dict[str, str]] = DEDUP_OPTION_HELP
+    priority: list[str] = param([], PRIORITY_HELP, metavar="SRC,...", multiple=True, split=True)
+    normalize: list[str] = param(["lower", "whitespace"], "Normalisations before hashing: any of lower, whitespace, punct "
+                                 "(comma-separated; '' for none).", metavar="OPS", multiple=True, split=True)  # fmt: skip
+    buckets: int | None = param(None, "Hash buckets of phase b [default: one per 4M documents, at most 256].", min=1, record=False)
+
+    def __post_init__(self) -> None:
+        for name in ("priority", "normalize"):
+            value = getattr(self, name)
+            if isinstance(value, str):
+                setattr(self, name, [p.strip() for p in value.split(",") if p.strip()])
+        bad = [n for n in self.normalize if n not in NORMALIZATIONS]
+        if bad:
+            raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        d = record.get("dedup", {})
+        return [*super().summary(record), f"  clusters: {d.get('clusters', 0):,}  sizes: {d.get('cluster_sizes', {})}"]
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        """Hash and group all inputs, then the removal pass."""
+        files = ctx.files
+        work = ctx.work
+        buckets = self.buckets
+        if buckets is None:
+            total = sum(open_parquet(f).metadata.num_rows for f in files)
+            buckets = max(1, min(256, math.ceil(total / DOCS_PER_BUCKET)))
+        t0 = time.perf_counter()
+        jobs = [_HashJob(i, f, work, buckets, self.priority, self.normalize) for i, f in enumerate(files)]
+        ctx.map(_hash_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup exact: hashes")
+        bjobs = [_BucketJob(b, work, len(files)) for b in range(buckets)]
+        ctx.map(_bucket_job, bjobs, labels=[f"bucket-{b:03d}" for b in range(buckets)], desc="dedup exact: buckets", unit="bucket")
+        clusters_path = ctx.out / "_clusters.parquet"
+        if not clusters_path.exists():
+            dups = pa.concat_tables([read_parquet(work / "dups" / f"bucket-{b:03d}.parquet") for b in range(buckets)])
+            dups = dups.take(pc.sort_indices(dups, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
+            write_clusters(work, ctx.out, dups, len(files))
+        clusters = read_parquet(clusters_path)
+        seconds = time.perf_counter() - t0
+
+        def finish(merged: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "dedup": {
+                    "buckets": buckets,
+                    "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
+                    "cluster_sizes": cluster_size_histogram(clusters),
+                    "phase_seconds": {"hash_and_group": round(seconds, 3)},
+                }
             }
-        }
 
-    members = work / "members"
-    return run_map_stage(
-        stage,  # type: ignore[arg-type]
-        inputs,
-        od.path,
-        executor=executor,
-        keep_rejected=keep_rejected,
-        finish=finish,
-        started=od.started,
-        per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "exact_dup", stage.params(), stage.name, tag=False),
-    )
+        members = work / "members"
+        return ctx.map_pass(per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "exact_dup", tag=False),
+                            finish=finish)  # fmt: skip

@@ -22,32 +22,21 @@ import logging
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import (
-    OutputDir,
-    iter_tables,
-    map_stage_params,
-    read_parquet,
-    read_success,
-    resolve_inputs,
-    run_map_stage,
-    save_npy_atomic,
-    shard_name,
-    write_json_atomic,
-    write_table_atomic,
-)
+from curate.dataset import iter_tables, shard_name, write_table_atomic
 from curate.dedup import minhash
 from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
 from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
 from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
 from curate.errors import CurateError
-from curate.executor import Executor, LocalExecutor
+from curate.runtime import MAP_OPTIONS, Context, Stage, param
 from curate.schema import source_rank
+from curate.storage import read_parquet, save_npy_atomic, write_json_atomic
 
 log = logging.getLogger("curate")
 
@@ -82,17 +71,6 @@ class FuzzyConfig:
         if b * r > self.num_perm:
             raise CurateError(f"--bands {b} x --rows {r} = {b * r} exceeds --num-perm {self.num_perm}")
         return FuzzyConfig(self.threshold, self.ngram, self.num_perm, b, r, self.seed, self.verify, list(self.priority))
-
-
-@dataclass
-class FuzzyParams:
-    """What the removal stage records (and checks on resume)."""
-
-    cfg: FuzzyConfig
-    name: str = "dedup_fuzzy"
-
-    def params(self) -> dict[str, Any]:
-        return asdict(self.cfg)
 
 
 # --------------------------------------------------------------------------- phase a
@@ -304,95 +282,127 @@ def write_clusters(work: Path, out: Path, clusters: pa.Table, shards: int) -> No
     write_table_atomic(out / "_clusters.parquet", clusters.select(["id", "cluster", "source", "kept"]))
 
 
-def run_fuzzy(
-    inputs: list[str],
-    out: str | Path,
-    cfg: FuzzyConfig,
-    *,
-    executor: Executor | None = None,
-    overwrite: bool = False,
-    keep_rejected: bool = False,
-) -> dict[str, Any]:
-    """Fuzzy dedup of all ``inputs`` together into ``out``; returns the ``_SUCCESS`` record."""
-    cfg = cfg.resolved()
-    executor = executor or LocalExecutor()
-    files = resolve_inputs(inputs)
-    stage = FuzzyParams(cfg)
-    params = map_stage_params(stage, inputs, keep_rejected)  # type: ignore[arg-type]
-    od = OutputDir(out, stage.name, params, overwrite)
-    od.prepare()
-    if od.complete:
-        log.info("dedup fuzzy: %s is complete; nothing to do (use --overwrite to redo)", od.path)
-        return read_success(od.path)
-    work = od.path / "_work"
-    timings: dict[str, float] = {}
-    log.info(
-        "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s, shingling %s",
-        len(files),
-        cfg.num_perm,
-        cfg.bands,
-        cfg.rows,
-        cfg.threshold,
-        cfg.verify,
-        minhash.SHINGLING,
-    )
+PRIORITY_HELP = ("Ordered sources or globs, best first (e.g. 'pile/Wikipedia,pile/*,cc/*'): a cluster keeps its document "
+                 "from the best source.")
+DEDUP_OPTION_HELP = {
+    "inputs": "Input dataset directory (repeatable: all inputs are deduplicated together).",
+    "out": "Output dataset directory (work files under OUT/_work/).",
+    "keep_rejected": "Write removed duplicates to OUT/_rejected/ with reason and dup_of.",
+}
+DEDUP_OPTIONS = tuple(o for o in MAP_OPTIONS if o != "only_sources")
 
-    t = time.perf_counter()
-    jobs = [_SigJob(i, f, work, cfg) for i, f in enumerate(files)]
-    executor.map(_signature_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup fuzzy: signatures")
-    timings["signatures"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    band_jobs = [_BandJob(b, work, len(files)) for b in range(cfg.bands)]
-    executor.map(_band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band")
-    chunks = _unique_candidates(work, cfg.bands)
-    timings["lsh"] = time.perf_counter() - t
+@dataclass
+class FuzzyDedup(Stage):
+    """MinHash-LSH near-duplicate removal across all inputs (MT-NLG: Jaccard >= 0.8).
 
-    if cfg.verify != "none":
+    Phases (each resumable, Parquet under OUT/_work/): signatures, LSH candidate pairs per
+    band, connected components, removal. From each cluster the document of the best
+    --priority source is kept (ties: the longest, then the smallest id); the others are
+    rejected with reason fuzzy_dup and dup_of. Kept cluster members get dup_cluster.
+
+    \b
+    Example:
+      curate dedup fuzzy --in out/exact --out out/fuzzy --priority 'pile/*,cc/*' --verify exact
+    """
+
+    name: ClassVar[str] = "dedup_fuzzy"
+    kind: ClassVar[str] = "global"
+    options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
+    option_help: ClassVar[dict[str, str]] = DEDUP_OPTION_HELP
+    priority: list[str] = param([], PRIORITY_HELP, metavar="SRC,...", multiple=True, split=True)
+    threshold: float = param(0.8, "Jaccard similarity of word n-gram sets at which two documents are duplicates.", min=0.0, max=1.0,
+                             min_open=True)  # fmt: skip
+    ngram: int = param(5, "Words per shingle.", min=1)
+    num_perm: int = param(128, "MinHash permutations.", min=2)
+    bands: int | None = param(None, "LSH bands [default: datasketch's optimum for the threshold].", min=1)
+    rows: int | None = param(None, "Rows per band (with --bands).", min=1)
+    verify: str = param("none", "Check each candidate pair's Jaccard before it joins a cluster: 'signature' estimates it from the "
+                        "full signature (--verify alone), 'exact' computes it from the shingle sets.",
+                        choices=("none", "signature", "exact"), flag_value="signature")  # fmt: skip
+    seed: int = param(42, "MinHash permutation seed.")
+
+    def __post_init__(self) -> None:
+        if isinstance(self.priority, str):
+            self.priority = [p.strip() for p in self.priority.split(",") if p.strip()]
+        self.cfg = FuzzyConfig(self.threshold, self.ngram, self.num_perm, self.bands, self.rows, self.seed, self.verify,
+                               list(self.priority)).resolved()  # fmt: skip
+
+    def params(self) -> dict[str, Any]:
+        return asdict(self.cfg)
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        d = record.get("dedup", {})
+        return [
+            *super().summary(record),
+            f"  {d.get('bands')} bands x {d.get('rows')} rows, verify {d.get('verify')}: {d.get('unique_edges', 0):,} edges, "
+            f"{d.get('clusters', 0):,} clusters, sizes {d.get('cluster_sizes', {})}",
+        ]
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        """The phases over all inputs, then the removal pass."""
+        cfg = self.cfg
+        files = ctx.files
+        work = ctx.work
+        timings: dict[str, float] = {}
+        log.info(
+            "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s, shingling %s",
+            len(files),
+            cfg.num_perm,
+            cfg.bands,
+            cfg.rows,
+            cfg.threshold,
+            cfg.verify,
+            minhash.SHINGLING,
+        )
+
         t = time.perf_counter()
-        vjobs = [_VerifyJob(c, work, cfg) for c in range(chunks)]
-        executor.map(_verify_job, vjobs, labels=[f"chunk-{c:05d}" for c in range(chunks)], desc="dedup fuzzy: verify", unit="chunk")
-        timings["verify"] = time.perf_counter() - t
+        jobs = [_SigJob(i, f, work, cfg) for i, f in enumerate(files)]
+        ctx.map(_signature_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup fuzzy: signatures")
+        timings["signatures"] = time.perf_counter() - t
 
-    t = time.perf_counter()
-    comps = _components(work, chunks, cfg.verify != "none")
-    clusters_path = od.path / "_clusters.parquet"
-    if not clusters_path.exists():
-        clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
-        write_clusters(work, od.path, clusters, len(files))
-    clusters = read_parquet(clusters_path)
-    timings["clusters"] = time.perf_counter() - t
+        t = time.perf_counter()
+        band_jobs = [_BandJob(b, work, len(files)) for b in range(cfg.bands)]
+        ctx.map(_band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band")
+        chunks = _unique_candidates(work, cfg.bands)
+        timings["lsh"] = time.perf_counter() - t
 
-    import json
+        if cfg.verify != "none":
+            t = time.perf_counter()
+            vjobs = [_VerifyJob(c, work, cfg) for c in range(chunks)]
+            ctx.map(_verify_job, vjobs, labels=[f"chunk-{c:05d}" for c in range(chunks)], desc="dedup fuzzy: verify", unit="chunk")
+            timings["verify"] = time.perf_counter() - t
 
-    comp_info = json.loads((work / "components.json").read_text())
-    candidates = json.loads((work / "pairs" / "_chunks.json").read_text())["pairs"]
+        t = time.perf_counter()
+        comps = _components(work, chunks, cfg.verify != "none")
+        clusters_path = ctx.out / "_clusters.parquet"
+        if not clusters_path.exists():
+            clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
+            write_clusters(work, ctx.out, clusters, len(files))
+        clusters = read_parquet(clusters_path)
+        timings["clusters"] = time.perf_counter() - t
 
-    def finish(merged: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "dedup": {
-                "bands": cfg.bands,
-                "rows": cfg.rows,
-                "num_perm": cfg.num_perm,
-                "threshold": cfg.threshold,
-                "verify": cfg.verify,
-                "candidate_pairs": candidates,
-                "unique_edges": comp_info["edges"],
-                "docs_in_edges": comp_info["docs_in_edges"],
-                "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
-                "cluster_sizes": cluster_size_histogram(clusters),
-                "phase_seconds": {k: round(v, 3) for k, v in timings.items()},
+        import json
+
+        comp_info = json.loads((work / "components.json").read_text())
+        candidates = json.loads((work / "pairs" / "_chunks.json").read_text())["pairs"]
+
+        def finish(merged: dict[str, Any]) -> dict[str, Any]:
+            return {
+                "dedup": {
+                    "bands": cfg.bands,
+                    "rows": cfg.rows,
+                    "num_perm": cfg.num_perm,
+                    "threshold": cfg.threshold,
+                    "verify": cfg.verify,
+                    "candidate_pairs": candidates,
+                    "unique_edges": comp_info["edges"],
+                    "docs_in_edges": comp_info["docs_in_edges"],
+                    "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
+                    "cluster_sizes": cluster_size_histogram(clusters),
+                    "phase_seconds": {k: round(v, 3) for k, v in timings.items()},
+                }
             }
-        }
 
-    members = work / "members"
-    return run_map_stage(
-        stage,  # type: ignore[arg-type]
-        inputs,
-        od.path,
-        executor=executor,
-        keep_rejected=keep_rejected,
-        finish=finish,
-        started=od.started,
-        per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "fuzzy_dup", stage.params(), stage.name),
-    )
+        members = work / "members"
+        return ctx.map_pass(per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "fuzzy_dup"), finish=finish)

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from curate.dataset import as_path, np_load
 from curate.dedup.clusters import row_of, shard_of
 from curate.dedup.minhash import estimated_jaccard, pair_jaccards, ranges
+from curate.storage import as_path, np_load
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 

@@ -23,21 +23,23 @@ import math
 import os
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from curate import __version__, megatron
 from curate.config import check_keys, load_yaml
-from curate.dataset import as_path
+from curate.dataset import Inputs, files_fingerprint, input_name, is_curate_dir, read_json, record_fingerprint
 from curate.errors import CurateError
+from curate.runtime import Common, Context, Stage, param
+from curate.storage import as_path, write_bytes_atomic, write_json_atomic
 
 log = logging.getLogger("curate")
 
 TOP_KEYS = {"total_tokens", "sources", "max_epochs", "seed", "tokenizer", "append_eod"}
-SOURCE_KEYS = {"name", "path", "weight", "epochs", "only_sources"}
+SOURCE_KEYS = {"name", "path", "weight", "epochs", "sources"}
 DEFAULT_MAX_EPOCHS = 10.0
 DEFAULT_SEED = 1234
 CHUNK_DOCS = 1 << 16
@@ -55,7 +57,7 @@ class SourceSpec:
     path: str
     weight: float | None = None
     epochs: float | None = None
-    only_sources: str | None = None
+    sources: str | None = None  # of a dataset directory, tokenize only these sources (globs)
 
 
 @dataclass
@@ -112,6 +114,8 @@ def load_config(path: str | os.PathLike) -> BlendConfig:
     specs: list[SourceSpec] = []
     seen: set[str] = set()
     for i, item in enumerate(sources_raw):
+        if isinstance(item, dict) and "only_sources" in item:
+            raise CurateError(f"{path}: sources[{i}]: the key only_sources is now called sources (the sources of a dataset directory to take)")
         s = check_keys(item, SOURCE_KEYS, f"sources[{i}]", path)
         name = s.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -127,11 +131,11 @@ def load_config(path: str | os.PathLike) -> BlendConfig:
             raise CurateError(f"{where}: give exactly one of weight or epochs")
         weight = parse_number(s["weight"], "weight", where) if has_w else None
         epochs = parse_number(s["epochs"], "epochs", where) if has_e else None
-        only = s.get("only_sources")
+        only = s.get("sources")
         if only is not None and not isinstance(only, str):
             only = ",".join(map(str, only)) if isinstance(only, list) else None
             if only is None:
-                raise CurateError(f"{where}: only_sources must be a glob or a list of globs")
+                raise CurateError(f"{where}: sources must be a glob or a list of globs")
         specs.append(SourceSpec(name, _expand(s["path"], where), weight, epochs, only))
     total = top.get("total_tokens")
     if total is not None and not (isinstance(total, str) and total.strip().lower() == "auto"):
@@ -204,55 +208,66 @@ def inspect_prefix(spec: SourceSpec, prefix: str, where: str) -> SourceInfo:
     return info
 
 
+def _source_prefix(spec: SourceSpec) -> str | None:
+    """The tokenized prefix a source path names (``X``, ``X.bin`` or ``X.idx``), or None."""
+    p = spec.path
+    for suffix in (".bin", ".idx"):
+        if p.endswith(suffix) and megatron.exists(p[: -len(suffix)]):
+            p = p[: -len(suffix)]
+    return p if megatron.exists(p) else None
+
+
 def resolve_sources(
     config: BlendConfig,
     out: Path,
     *,
-    executor: Any = None,
-    overwrite: bool = False,
+    run_map: Any,
     skip_missing: bool = False,
     skipped: list[str] | None = None,
 ) -> list[SourceInfo]:
     """Each source as a tokenized prefix: prefixes as they are, dataset directories tokenized into OUT/sources/.
 
+    A source tokenized by an earlier run of this blend (same settings and input) is reused.
     With ``skip_missing`` a source whose path does not exist is left out (its name is
     appended to ``skipped``) instead of being an error.
     """
-    from curate.stages.tokenize import load_tokenizer, source_slug, tokenize
+    from curate.stages.tokenize import Outputs, source_slug, tokenize_files
+    from curate.tokenizer import load_tokenizer
 
     infos: list[SourceInfo] = []
     for spec in config.sources:
         where = f"{config.path}: source {spec.name!r}"
-        p = spec.path
-        for suffix in (".bin", ".idx"):
-            if p.endswith(suffix) and megatron.exists(p[: -len(suffix)]):
-                p = p[: -len(suffix)]
-        if megatron.exists(p):
-            if spec.only_sources:
-                raise CurateError(f"{where}: only_sources applies to dataset directories, and {p} is a tokenized prefix")
+        p = _source_prefix(spec)
+        if p is not None:
+            if spec.sources:
+                raise CurateError(f"{where}: sources applies to dataset directories, and {p} is a tokenized prefix")
             infos.append(inspect_prefix(spec, p, where))
-        elif as_path(p).is_dir():
+        elif as_path(spec.path).is_dir():
             prefix = out / "sources" / source_slug(spec.name)
-            log.info("blend: tokenizing %s (%s) into %s", spec.name, p, prefix)
-            try:
-                tokenize(
-                    [p],
-                    prefix,
-                    tokenizer=config.tokenizer,
-                    append_eod=config.append_eod,
-                    only_sources=spec.only_sources,
-                    executor=executor,
-                    overwrite=overwrite,
-                )
-            except CurateError as exc:
-                raise CurateError(f"{where}: {exc}") from exc
+            settings = {"tokenizer": config.tokenizer, "append_eod": config.append_eod, "sources": spec.sources,
+                        "input": record_fingerprint(as_path(spec.path)) if is_curate_dir(as_path(spec.path)) else None}  # fmt: skip
+            stats = read_json(as_path(f"{prefix}.stats.json"))
+            if stats is None or stats.get("blend_source") != settings or not megatron.exists(str(prefix)):
+                log.info("blend: tokenizing %s (%s) into %s", spec.name, spec.path, prefix)
+                from curate.dataset import resolve_inputs
+
+                try:
+                    record = tokenize_files(run_map, resolve_inputs([spec.path]), Outputs(as_path(str(prefix)), False),
+                                            tokenizer=config.tokenizer, append_eod=config.append_eod, sources=spec.sources,
+                                            work_params=settings)  # fmt: skip
+                except CurateError as exc:
+                    raise CurateError(f"{where}: {exc}") from exc
+                write_json_atomic(as_path(f"{prefix}.stats.json"), {**record, "blend_source": settings})
+                from curate.storage import rmtree
+
+                rmtree(as_path(f"{prefix}.work"), ignore_errors=True)
             infos.append(inspect_prefix(spec, str(prefix), where))
         elif skip_missing:
-            log.warning("blend: leaving out source %r: nothing at %s (--skip-missing)", spec.name, p)
+            log.warning("blend: leaving out source %r: nothing at %s (--skip-missing)", spec.name, spec.path)
             if skipped is not None:
                 skipped.append(spec.name)
         else:
-            raise CurateError(f"{where}: no tokenized prefix ({p}.bin and {p}.idx) or dataset directory at {p}")
+            raise CurateError(f"{where}: no tokenized prefix ({spec.path}.bin and {spec.path}.idx) or dataset directory at {spec.path}")
     if not infos:
         raise CurateError(f"{config.path}: none of its sources exists")
     # all sources must share one tokenizer
@@ -522,84 +537,142 @@ def parse_data_path(value: str) -> list[tuple[float, str]]:
     return out
 
 
-def blend(
-    config_path: str,
-    out: str | os.PathLike,
-    *,
-    mode: str = "corpus",
-    seed: int | None = None,
-    max_epochs: float | None = None,
-    total_tokens: int | str | None = None,
-    executor: Any = None,
-    overwrite: bool = False,
-    skip_missing: bool = False,
-) -> dict[str, Any]:
-    """Run a blend config; returns the record also written to ``OUT/blend.json`` and ``OUT/_SUCCESS``."""
-    import time
+@dataclass
+class BlendStage(Stage):
+    """Blend sources by weight or epochs (the MT-NLG table), into a corpus or Megatron's --data-path.
 
-    from curate.dataset import write_bytes_atomic, write_json_atomic
+    Each source is a tokenized prefix or a dataset directory (tokenized into OUT/sources/).
+    Sources with epochs take that many passes; weighted sources share the rest of
+    total_tokens by weight. Documents are sampled without replacement within each epoch.
 
-    started = time.monotonic()
-    if mode not in ("corpus", "megatron-args"):
-        raise CurateError(f"--mode must be corpus or megatron-args, got {mode!r}")
-    cfg = load_config(config_path)
-    out = as_path(out)
-    if out.exists() and not out.is_dir():
-        raise CurateError(f"{out}: exists and is not a directory")
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "_SUCCESS").unlink(missing_ok=True)
-    if isinstance(out, Path):  # temporary files of a run killed while writing the blend
-        for stale in out.glob(".*.tmp.*"):
-            stale.unlink(missing_ok=True)
-    seed = seed if seed is not None else (cfg.seed if cfg.seed is not None else DEFAULT_SEED)
-    max_ep = max_epochs if max_epochs is not None else (cfg.max_epochs if cfg.max_epochs is not None else DEFAULT_MAX_EPOCHS)
-    budget = total_tokens if total_tokens is not None else cfg.total_tokens
-    skipped: list[str] = []
-    infos = resolve_sources(cfg, out, executor=executor, overwrite=overwrite, skip_missing=skip_missing, skipped=skipped)
-    rows = plan_blend(infos, budget, max_ep, config_path)
-    tokenizer = next((i.tokenizer for i in infos if i.tokenizer is not None), None)
-    record: dict[str, Any] = {
-        "stage": "blend",
-        "curate_version": __version__,
-        "config": str(config_path),
-        "mode": mode,
-        "seed": seed,
-        "max_epochs": max_ep,
-        "total_tokens": sum(r.target_tokens for r in rows),
-        "tokenizer": tokenizer,
-        "skipped_sources": skipped,
+    \b
+    Example BLEND.yaml:
+      total_tokens: 1000000          # or 270B, or auto
+      max_epochs: 5
+      sources:
+        - {name: pile/Wikipedia, path: out/tokenized/pile_Wikipedia, weight: 0.04771}
+        - {name: cc, path: out/dedup, sources: "cc/*", epochs: 1.0}
+    \b
+    Examples:
+      curate blend --config blend.yaml --out out/blend
+      curate blend --config blend.yaml --out out/blend --mode megatron-args
+    """
+
+    name: ClassVar[str] = "blend"
+    kind: ClassVar[str] = "sink"
+    options: ClassVar[tuple[str, ...]] = ("out", "workers", "overwrite", "executor", "ray_address")
+    option_help: ClassVar[dict[str, str]] = {
+        "out": "Output directory (blend.bin/.idx, or data_path.txt; blend_table.txt, blend.json, _SUCCESS).",
+        "workers": "Worker processes for sources that need tokenizing [default: all cores].",
+        "overwrite": "Delete what an earlier run wrote to OUT (sources it tokenized included) and start again.",
     }
-    if mode == "corpus":
-        prefix = out / "blend"
-        counts = write_blend(rows, prefix, seed, infos[0].dtype)
-        title = f"blend of {len(rows)} sources -> {prefix}.bin/.idx (seed {seed})"
-        per_source = {r.name: {"documents": r.docs_taken, "tokens": r.tokens_taken} for r in rows}
-        stats = {
-            "stage": "blend",
-            "curate_version": __version__,
-            "prefix": str(prefix),
-            "tokenizer": tokenizer,
-            "dtype": infos[0].dtype.name,
-            "dtype_code": megatron.DTYPE_CODES[infos[0].dtype],
-            **counts,
-            "per_source": per_source,
-            "seed": seed,
+    checks_ids: ClassVar[bool] = False
+    config: str = param(help="Sources with a weight or epochs, and total_tokens.", metavar="BLEND.yaml", required=True, record=False)
+    mode: str = param("corpus", "corpus: write a sampled, shuffled, tokenized blend; megatron-args: write Megatron's --data-path "
+                      "for train-time blending.", choices=("corpus", "megatron-args"))  # fmt: skip
+    seed: int | None = param(None, "Sampling seed [default: the config's seed, else 1234].", min=0)
+    max_epochs: float | None = param(None, "Most passes over any source [default: the config's max_epochs, else 10].", min=0.0,
+                                     min_open=True)  # fmt: skip
+    total_tokens: str | None = param(None, "Override the config's total_tokens (e.g. 270B, 1e6, auto).", metavar="N|auto")
+    skip_missing: bool = param(False, "Leave out sources whose path does not exist (warned) instead of failing; the other weights "
+                               "renormalise.")  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("corpus", "megatron-args"):
+            raise CurateError(f"--mode must be corpus or megatron-args, got {self.mode!r}")
+        self.cfg = load_config(self.config)
+        cfg = self.cfg
+        self.seed_used = self.seed if self.seed is not None else (cfg.seed if cfg.seed is not None else DEFAULT_SEED)
+        self.max_epochs_used = self.max_epochs if self.max_epochs is not None else (cfg.max_epochs if cfg.max_epochs is not None
+                                                                                    else DEFAULT_MAX_EPOCHS)  # fmt: skip
+        override = parse_total_tokens(self.total_tokens) if isinstance(self.total_tokens, str) else self.total_tokens
+        self.budget = override if override is not None else cfg.total_tokens
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "config": str(self.config),
+            "sources": [asdict(s) for s in self.cfg.sources],
+            "tokenizer": self.cfg.tokenizer,
+            "append_eod": self.cfg.append_eod,
+            "mode": self.mode,
+            "seed": self.seed_used,
+            "max_epochs": self.max_epochs_used,
+            "total_tokens": self.budget,
+            "skip_missing": self.skip_missing,
         }
-        write_json_atomic(as_path(f"{prefix}.stats.json"), stats)
-        record.update({"prefix": str(prefix), **counts})
-    else:
-        dp = data_path_string(rows)
-        write_bytes_atomic(out / "data_path.txt", (dp + "\n").encode())
-        record["data_path"] = dp
-        record["data_path_file"] = str(out / "data_path.txt")
-        title = f"blend of {len(rows)} sources for train-time blending (Megatron --data-path)"
-    if skipped:
-        title += f"\n(left out, not found: {', '.join(skipped)}; the other weights are renormalised)"
-    table = format_table(rows, title)
-    record["rows"] = [r.to_dict() for r in rows]
-    record["table"] = table
-    record["wall_seconds"] = round(time.monotonic() - started, 3)
-    write_bytes_atomic(out / "blend_table.txt", (table + "\n").encode())
-    write_json_atomic(out / "blend.json", record)
-    write_json_atomic(out / "_SUCCESS", record)
-    return record
+
+    def inputs(self, common: Common) -> Inputs:
+        names, prints, locations = [], [], []
+        for spec in self.cfg.sources:
+            names.append(input_name(spec.path))
+            prefix = _source_prefix(spec)
+            if prefix is not None:
+                stats = read_json(as_path(f"{prefix}.stats.json"))
+                fp = (stats or {}).get("fingerprint") or files_fingerprint([as_path(f"{prefix}.bin"), as_path(f"{prefix}.idx")])
+                prints.append(fp)
+                locations += [as_path(f"{prefix}.bin"), as_path(f"{prefix}.idx")]
+            elif as_path(spec.path).is_dir():
+                p = as_path(spec.path)
+                prints.append(record_fingerprint(p) if is_curate_dir(p) and (p / "_SUCCESS").exists() else files_fingerprint(sorted(p.glob("*.parquet"))))
+                locations.append(p)
+            else:
+                prints.append("missing")
+        return Inputs(names, [], prints, locations)
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        cfg = self.cfg
+        out = ctx.out
+        skipped: list[str] = []
+        infos = resolve_sources(cfg, out, run_map=ctx.map, skip_missing=self.skip_missing, skipped=skipped)
+        rows = plan_blend(infos, self.budget, self.max_epochs_used, self.config)
+        tokenizer = next((i.tokenizer for i in infos if i.tokenizer is not None), None)
+        seed = self.seed_used
+        record: dict[str, Any] = {
+            "config": str(self.config),
+            "mode": self.mode,
+            "seed": seed,
+            "max_epochs": self.max_epochs_used,
+            "total_tokens": sum(r.target_tokens for r in rows),
+            "tokenizer": tokenizer,
+            "skipped_sources": skipped,
+        }
+        if self.mode == "corpus":
+            prefix = out / "blend"
+            counts = write_blend(rows, prefix, seed, infos[0].dtype)
+            title = f"blend of {len(rows)} sources -> {prefix}.bin/.idx (seed {seed})"
+            per_source = {r.name: {"documents": r.docs_taken, "tokens": r.tokens_taken} for r in rows}
+            stats = {
+                "stage": "blend",
+                "curate_version": __version__,
+                "prefix": str(prefix),
+                "tokenizer": tokenizer,
+                "dtype": infos[0].dtype.name,
+                "dtype_code": megatron.DTYPE_CODES[infos[0].dtype],
+                **counts,
+                "per_source": per_source,
+                "seed": seed,
+            }
+            write_json_atomic(as_path(f"{prefix}.stats.json"), stats)
+            record.update({"prefix": str(prefix), **counts})
+        else:
+            dp = data_path_string(rows)
+            write_bytes_atomic(out / "data_path.txt", (dp + "\n").encode())
+            record["data_path"] = dp
+            record["data_path_file"] = str(out / "data_path.txt")
+            title = f"blend of {len(rows)} sources for train-time blending (Megatron --data-path)"
+        if skipped:
+            title += f"\n(left out, not found: {', '.join(skipped)}; the other weights are renormalised)"
+        table = format_table(rows, title)
+        record["rows"] = [r.to_dict() for r in rows]
+        record["table"] = table
+        write_bytes_atomic(out / "blend_table.txt", (table + "\n").encode())
+        write_json_atomic(out / "blend.json", record)
+        return record
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        lines = str(record.get("table", "")).splitlines()
+        if record.get("mode") == "corpus":
+            lines.append(f"  output: {record['prefix']}.bin, {record['prefix']}.idx ({record['documents']:,} docs, {record['tokens']:,} tokens)")
+        else:
+            lines += [f"--data-path {record['data_path']}", f"  written to {record['data_path_file']}"]
+        return lines

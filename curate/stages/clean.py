@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 import ftfy
 import ftfy.fixes
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import MapResult
+from curate.dataset import repair_utf8
+from curate.runtime import MapResult, MapStage, param
 from curate.schema import BASE_FIELDS, with_column
-from curate.stages.textcol import repair_utf8
 
 _TEXT_FIELD = BASE_FIELDS[1]
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]")  # as ftfy's remove_control_chars, plus the BOM
@@ -40,16 +40,23 @@ _CHEAP_FIXES = re.compile("[\ufb00-\ufb06\uff01-\uff5e\u3000]")
 
 
 @dataclass
-class CleanStage:
-    """Repairs Unicode with ftfy and normalises line endings and blank lines."""
+class CleanStage(MapStage):
+    """Repair Unicode (ftfy: mojibake, entities, control characters) and normalise whitespace.
 
-    normalization: str = "NFC"
-    max_blank_lines: int = 2
-    min_chars: int = 1
-    name: str = field(default="clean", init=False)
+    Documents that are empty after cleaning are rejected with reason `empty`.
 
-    def params(self) -> dict[str, Any]:
-        return {"normalization": self.normalization, "max_blank_lines": self.max_blank_lines, "min_chars": self.min_chars}
+    \b
+    Example:
+      curate clean --in out/pile --out out/clean
+    """
+
+    name: ClassVar[str] = "clean"
+    normalization: str = param("NFC", "Unicode normalisation form applied after repair.", choices=("NFC", "NFKC", "none"))
+    max_blank_lines: int = param(2, "Collapse longer runs of blank lines to this many.", min=0)
+    min_chars: int = param(1, "Documents shorter than this after cleaning are rejected (empty).", min=1)
+
+    def __post_init__(self) -> None:
+        self._form = "" if self.normalization in ("none", "") else self.normalization
 
     def clean_text(self, text: str) -> tuple[str, bool]:
         """The cleaned text and whether ftfy changed it."""
@@ -58,7 +65,7 @@ class CleanStage:
             text = _SURROGATES.sub("\ufffd", text)
             if _MOJIBAKE.search(text):
                 used_ftfy = True
-                new = ftfy.fix_text(text, normalization=self.normalization or None, unescape_html=False, uncurl_quotes=False)
+                new = ftfy.fix_text(text, normalization=self._form or None, unescape_html=False, uncurl_quotes=False)
             elif _CHEAP_FIXES.search(text):
                 new = ftfy.fixes.fix_character_width(ftfy.fixes.fix_latin_ligatures(text))
             else:
@@ -70,8 +77,8 @@ class CleanStage:
         text = _CTRL.sub("", text)
         text = _TRAILING_WS.sub("\n", text)
         text = _MANY_BLANK.sub("\n" * (self.max_blank_lines + 1), text)
-        if self.normalization and not text.isascii() and not used_ftfy:  # fix_text normalised already
-            text = unicodedata.normalize(self.normalization, text)
+        if self._form and not text.isascii() and not used_ftfy:  # fix_text normalised already
+            text = unicodedata.normalize(self._form, text)
         return text.strip(), fixed
 
     def __call__(self, table: pa.Table) -> MapResult:

@@ -31,12 +31,15 @@ import zlib
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, ClassVar
 from urllib.parse import urljoin, urlsplit
 
 import requests
 
+from curate.dataset import Inputs, Target, read_json, sha256_json
 from curate.errors import CurateError
+from curate.runtime import Common, Context, Stage, param
+from curate.storage import as_path, is_local, rmtree, write_json_atomic
 
 log = logging.getLogger("curate")
 
@@ -356,7 +359,7 @@ class _Progress:
     def __init__(self, desc: str, files: int) -> None:
         from tqdm import tqdm
 
-        from curate.executor import show_progress_bar
+        from curate.runtime import show_progress_bar
 
         self.lock = threading.Lock()
         self.files, self.done = files, 0
@@ -533,11 +536,6 @@ def download_cc(
             f"download cc {snapshot}: {len(failed)} of {len(jobs)} file(s) missing: {first}{more}; "
             "the complete files are kept, re-run to fetch the rest"
         )
-    record = {k: v for k, v in summary.items() if k != "files"}
-    record["files"] = [{"path": r.path, "bytes": r.bytes} for r in done]
-    from curate.dataset import write_json_atomic
-
-    write_json_atomic(out_dir / MANIFEST_DIR / f"{snapshot}.json", record)
     return summary
 
 
@@ -558,8 +556,146 @@ def manifest(out: str | os.PathLike, snapshot: str) -> dict[str, Any]:
     return json.loads((Path(out) / MANIFEST_DIR / f"{snapshot}.json").read_text())
 
 
+class SnapshotTarget(Target):
+    """One snapshot's files in a download directory: OUT/crawl-data/SNAPSHOT/ and OUT/_download/SNAPSHOT.json.
+
+    Several snapshots share OUT; each has its own parameters (``_download/SNAPSHOT.params``)
+    and record, and ``--overwrite`` deletes only that snapshot's files.
+    """
+
+    def __init__(self, out: str, snapshot: str) -> None:
+        self.path = as_path(out)
+        self.snapshot = snapshot
+        self.record_file = self.path / MANIFEST_DIR / f"{snapshot}.json"
+        self.params_file = self.path / MANIFEST_DIR / f"{snapshot}.params"
+        self.files_dir = self.path / "crawl-data" / snapshot
+
+    def locations(self) -> list[Any]:
+        return [self.path]
+
+    def exists(self) -> bool:
+        if self.path.exists() and not self.path.is_dir():
+            raise CurateError(f"{self.path}: exists and is not a directory")
+        return self.params_file.exists() or self.record_file.exists() or self.files_dir.exists()
+
+    def owned(self) -> bool:
+        return self.params_file.exists()
+
+    def read_params(self) -> dict[str, Any] | None:
+        return read_json(self.params_file)
+
+    def write_params(self, params: dict[str, Any]) -> None:
+        write_json_atomic(self.params_file, params)
+
+    def read_record(self) -> dict[str, Any] | None:
+        return read_json(self.record_file)
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        write_json_atomic(self.record_file, record)
+
+    def invalidate(self) -> None:
+        self.record_file.unlink(missing_ok=True)
+
+    def create(self) -> None:
+        (self.path / MANIFEST_DIR).mkdir(parents=True, exist_ok=True)
+
+    def clear(self) -> None:
+        if self.files_dir.exists():
+            rmtree(self.files_dir)
+        self.record_file.unlink(missing_ok=True)
+        self.params_file.unlink(missing_ok=True)
+
+    def touch(self) -> None:
+        try:
+            os.utime(self.record_file)
+        except OSError:
+            pass
+
+    def outputs(self) -> list[list[Any]]:
+        rec = read_json(self.record_file) or {}
+        return [[f.get("path"), f.get("bytes")] for f in rec.get("files") or []]
+
+
+@dataclass
+class DownloadCC(Stage):
+    """CommonCrawl WARC files of one snapshot, resumable (extract them with `curate extract`).
+
+    Reads BASE-URL/crawl-data/SNAPSHOT/warc.paths.gz, picks N paths and downloads each to
+    OUT/<path>. A file is written under a temporary name and renamed when complete and of
+    the announced size; an interrupted file resumes with an HTTP Range request; connection
+    errors, timeouts and 5xx are retried with exponential backoff. A 404 or a size
+    mismatch fails that file, the others still complete, and the command exits 1 naming
+    what is missing. Re-running skips complete files (and reuses the saved listing).
+    Several snapshots can share OUT. OUT must be local (resuming needs a local file);
+    copy it to s3:// afterwards if the cluster reads from there: `curate extract --in s3://...`
+    reads WARC files through fsspec.
+
+    \b
+    Example:
+      curate download cc --snapshot CC-MAIN-2020-50 --segments 2 --out data/cc
+      curate download cc --snapshot CC-MAIN-2021-04 --segments 100 --seed 1 --workers 8 --out data/cc
+    """
+
+    name: ClassVar[str] = "download_cc"
+    kind: ClassVar[str] = "source"
+    options: ClassVar[tuple[str, ...]] = ("out", "workers", "overwrite")
+    option_help: ClassVar[dict[str, str]] = {
+        "out": "Files go to DIR/<path as listed> (DIR mirrors the host's layout); a local directory (no s3:// here).",
+        "workers": "Parallel downloads (threads) [default: 4].",
+        "overwrite": "Delete this snapshot's files in OUT (only what an earlier download wrote) and download them again.",
+    }
+    option_defaults: ClassVar[dict[str, Any]] = {"workers": 4}
+    snapshot: str = param(help="CommonCrawl snapshot, e.g. CC-MAIN-2020-50.", metavar="NAME", required=True)
+    segments: int = param(help="How many WARC files to download.", min=1, metavar="N", required=True)
+    seed: int | None = param(None, "Pick a seeded random sample of the listing instead of the first N.")
+    base_url: str = param(DEFAULT_BASE_URL, "The data host; a mirror or a local server (python -m curate.httpserve DIR) works the same.",
+                          metavar="URL", record=False)  # fmt: skip
+    retries: int = param(5, "Retries of a file after a transient error.", min=0, record=False)
+    retry_wait: float = param(1.0, "First backoff in seconds (doubles per retry, at most 60).", min=0.0, record=False)
+    timeout: float = param(60.0, "Seconds without data before a read is retried.", min=0.1, record=False)
+    ca_bundle: str | None = param(None, "Extra CA certificates to trust (a mirror with a private CA); certificates are always verified.",
+                                  metavar="PEM", record=False)  # fmt: skip
+    max_file_bytes: int = param(20 << 30, "A file larger than this (announced or received) fails instead of filling the disk.", min=1,
+                                record=False)  # fmt: skip
+    max_redirects: int = param(5, "Redirects followed per request (only to http/https, never from https to http).", min=0, record=False)
+
+    def __post_init__(self) -> None:
+        check_snapshot(self.snapshot)
+        check_base_url(self.base_url)
+
+    def inputs(self, common: Common) -> Inputs:
+        return Inputs([self.snapshot], [], [sha256_json([self.snapshot, self.segments, self.seed])], [])
+
+    def target(self, common: Common) -> Target:
+        if not is_local(common.out):
+            raise CurateError(
+                f"download cc --out {common.out}: must be a local directory (resuming with HTTP Range requests needs a local file); "
+                "download to local disk, then copy to the object store or run extract on the local copy"
+            )
+        return SnapshotTarget(str(as_path(common.out)), self.snapshot)
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        policy = RetryPolicy(
+            retries=self.retries,
+            wait=self.retry_wait,
+            read_timeout=self.timeout,
+            max_redirects=self.max_redirects,
+            max_file_bytes=self.max_file_bytes,
+            ca_bundle=self.ca_bundle,
+        )
+        summary = download_cc(self.snapshot, self.segments, str(ctx.out), seed=self.seed, base_url=self.base_url,
+                              workers=ctx.common.workers or 4, policy=policy)  # fmt: skip
+        record = {k: v for k, v in summary.items() if k not in ("files", "wall_seconds")}
+        record["files"] = [{"path": r["path"], "bytes": r["bytes"]} for r in summary["files"]]
+        return record
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        return [summary_line(record), f"  output: {record.get('output', '')}"]
+
+
 __all__ = [
     "DEFAULT_BASE_URL",
+    "DownloadCC",
     "FileResult",
     "RetryPolicy",
     "check_listing_path",

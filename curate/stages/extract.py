@@ -50,17 +50,19 @@ import sys
 import time
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 
-from curate.dataset import FileBatch, as_path, glob_paths, open_input, run_file_stage
+from curate.dataset import Inputs, files_fingerprint, input_name
 from curate.errors import CurateError
 from curate.limits import max_decompressed_bytes
+from curate.runtime import Common, Context, FileBatch, Stage, param
 from curate.schema import BASE_SCHEMA, rejected_schema
-from curate.stages.extractors import extractor_function
+from curate.stages.extractors import EXTRACTORS, extractor_function
+from curate.storage import as_path, glob_paths, open_input
 
 log = logging.getLogger("curate")
 
@@ -105,6 +107,7 @@ class Sandbox:
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
+            start_new_session=True,  # Ctrl-C in the terminal goes to curate, which stops it; no traceback from here
         )
         return self.proc
 
@@ -180,6 +183,12 @@ def sandbox(extractor: str) -> Sandbox:
 def _close_sandboxes() -> None:
     for box in _SANDBOXES.values():
         box.close()
+
+
+def first_error(counters: dict[str, Any], reason: str, exc: BaseException) -> None:
+    """Remember the first error message of a reason (``counters.first_error``): what a failed run reports."""
+    text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    counters.setdefault("first_error", {}).setdefault(reason, text if ": " in text else f"{type(exc).__name__}: {text}")
 
 
 # --------------------------------------------------------------------------- decoding
@@ -505,12 +514,19 @@ class WarcReader:
 
 
 def find_warc_files(inputs: list[str]) -> list[Path]:
-    """WARC files under the given directories (recursive), files or globs, in a stable order.
+    """WARC files under the given directories (recursive), files or globs, in a stable order (see :func:`warc_inputs`)."""
+    return warc_inputs(inputs).files  # type: ignore[return-value]
+
+
+def warc_inputs(inputs: list[str]) -> Inputs:
+    """WARC files under the given directories (recursive), files or globs, in a stable order, and their fingerprint.
 
     Files and directories whose name starts with ``.`` or ``_`` (partial downloads,
     manifests) are skipped.
     """
     out: list[Path] = []
+    prints: list[str] = []
+    locations = []
     for raw in inputs:
         p = as_path(raw)
         if p.is_dir():
@@ -523,18 +539,21 @@ def find_warc_files(inputs: list[str]) -> list[Path]:
             )
             if not found:
                 raise CurateError(f"{p}: no WARC files ({', '.join(WARC_SUFFIXES)}) under this directory")
-            out.extend(found)
+            root = p
         elif p.is_file():
             if not p.name.endswith(WARC_SUFFIXES):
                 raise CurateError(f"{p}: not a WARC file (expected {' or '.join(WARC_SUFFIXES)})")
-            out.append(p)
+            found, root = [p], p.parent
         elif any(ch in raw for ch in "*?["):
             found = [f for f in glob_paths(raw) if f.name.endswith(WARC_SUFFIXES) and f.is_file()]
             if not found:
                 raise CurateError(f"{raw}: no WARC files match")
-            out.extend(found)
+            root = None
         else:
             raise CurateError(f"{raw}: no such file or directory")
+        out.extend(found)
+        prints.append(files_fingerprint(found, root))
+        locations.append(p if root is not None else found[0].parent)
     seen: set[Path] = set()
     unique = []
     for f in out:
@@ -542,7 +561,7 @@ def find_warc_files(inputs: list[str]) -> list[Path]:
         if r not in seen:
             seen.add(r)
             unique.append(f)
-    return unique
+    return Inputs([input_name(i) for i in inputs], unique, prints, locations)
 
 
 def source_for(path: Path, override: str | None = None) -> str:
@@ -563,15 +582,38 @@ def warc_label(path: Path) -> str:
 
 
 @dataclass
-class ExtractStage:
-    """Reads one WARC file and yields batches of documents (picklable; see ``run_extract``)."""
+class ExtractStage(Stage):
+    """Main-content text of the HTML pages in WARC files (source = cc/<snapshot>).
 
-    extractor: str = "resiliparse"
-    max_html_bytes: int = 1_000_000
-    record_timeout: float = 5.0
-    min_chars: int = 1
-    source: str | None = None
-    name: str = field(default="extract", init=False)
+    Keeps `response` records with HTTP 200 and an HTML content type, decodes them with the
+    declared or detected charset, extracts the main content, repairs Unicode, and writes
+    one shard per WARC file with url, id (the WARC-Record-ID) and meta (WARC date, content
+    type, charset). Other records are counted under a reason (not_200, not_html,
+    too_large, binary, decode_error, empty, timeout, ...); a truncated or corrupt file keeps
+    what could be read and is named in a warning. A run in which every page fails to
+    extract (extractor_error, ...) exits 1 instead of writing an empty output.
+
+    \b
+    Example:
+      curate extract --in data/cc --out out/cc_extract
+      curate extract --in 'data/cc/**/*.warc.gz' --extractor trafilatura --out out/cc_traf
+    """
+
+    name: ClassVar[str] = "extract"
+    kind: ClassVar[str] = "source"
+    options: ClassVar[tuple[str, ...]] = ("inputs", "out", "workers", "overwrite", "keep_rejected", "executor", "ray_address")
+    option_help: ClassVar[dict[str, str]] = {
+        "inputs": "Directory (searched recursively), .warc.gz file or glob (repeatable).",
+        "out": "Output dataset directory (one shard per WARC file).",
+        "keep_rejected": "Also write skipped records to OUT/_rejected/ with a reason (text empty).",
+    }
+    error_reasons: ClassVar[frozenset[str]] = frozenset({"extractor_error", "extractor_crash", "record_error", "decode_error", "timeout"})
+    extractor: str = param("resiliparse", "Main-content extractor.", choices=EXTRACTORS)
+    source: str | None = param(None, "The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].",
+                               metavar="NAME")  # fmt: skip
+    max_html_bytes: int = param(1_000_000, "Records with a larger HTML body are skipped (too_large).", min=1)
+    record_timeout: float = param(5.0, "Seconds one record's extraction may take (timeout); 0: no limit, extract in-process.", min=0.0)
+    min_chars: int = param(1, "Documents with less extracted text are rejected (empty).", min=1)
 
     def __post_init__(self) -> None:
         extractor_function(self.extractor)
@@ -585,12 +627,21 @@ class ExtractStage:
             "source": self.source,
         }
 
+    def inputs(self, common: Common) -> Inputs:
+        found = warc_inputs(common.inputs)
+        for f in found.files:
+            source_for(f, self.source)  # fail early, naming the file, when a snapshot cannot be told
+        return found
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        return ctx.file_pass(self.read, BASE_SCHEMA, labels=[f.name for f in ctx.files])
+
     def _extract(self, html: str) -> str:
         if self.record_timeout > 0:
             return sandbox(self.extractor).extract(html, self.record_timeout)
         return extractor_function(self.extractor)(html)
 
-    def __call__(self, path: Path) -> Iterator[FileBatch]:
+    def read(self, path: Path) -> Iterator[FileBatch]:
         from curate.stages.clean import CleanStage
 
         clean = CleanStage()
@@ -629,6 +680,7 @@ class ExtractStage:
                     log.warning("extract: %s: the record at byte %d failed (%s: %s), skipped (record_error)", label, raw.offset,
                                 type(exc).__name__, exc)  # fmt: skip
                     text, reason = "", "record_error"
+                    first_error(counters, "record_error", exc)
             if reason is not None:
                 meta.update(status=raw.status, length=raw.length)
             rid = raw.record_id or f"{label}@{raw.offset}"
@@ -672,11 +724,13 @@ class ExtractStage:
             return "", "timeout"
         except ExtractCrash as exc:
             log.warning("extract: %s: %s crashed the extractor (%s), skipped", meta["warc_file"], raw.url, exc)
+            first_error(counters, "extractor_crash", exc)
             return "", "extractor_crash"
         except CurateError:
             raise
         except Exception as exc:  # noqa: BLE001 - one page must never stop the file
             log.debug("extract: %s: %s: %s", meta["warc_file"], raw.url, exc)
+            first_error(counters, "extractor_error", exc)
             return "", "extractor_error"
         text, fixed = clean.clean_text(text or "")
         if fixed:
@@ -684,36 +738,3 @@ class ExtractStage:
         if len(text) < self.min_chars:
             return "", "empty"
         return text, None
-
-
-def files_digest(files: list[Path]) -> str:
-    """A digest of the input files' names and sizes: a re-run over other files is refused, not mixed."""
-    import hashlib
-
-    return hashlib.sha1("\n".join(f"{warc_label(f)} {f.stat().st_size}" for f in files).encode()).hexdigest()[:16]
-
-
-def run_extract(
-    stage: ExtractStage,
-    inputs: list[str],
-    out: str | os.PathLike,
-    *,
-    source: str | None = None,
-    executor: Any = None,
-    overwrite: bool = False,
-    keep_rejected: bool = False,
-) -> dict[str, Any]:
-    """Extract every WARC file under ``inputs`` into the dataset directory ``out`` (file k -> part-k)."""
-    files = find_warc_files(inputs)
-    if source:
-        stage.source = source
-    for f in files:
-        source_for(f, stage.source)  # fail early, naming the file, when a snapshot cannot be told
-    params = {
-        "inputs": [str(as_path(i)) for i in inputs],
-        "files": len(files),
-        "files_sha1": files_digest(files),
-        **stage.params(),
-    }
-    return run_file_stage(stage, files, out, stage_name=stage.name, params=params, schema=BASE_SCHEMA,
-                          executor=executor, overwrite=overwrite, keep_rejected=keep_rejected)  # fmt: skip

@@ -19,17 +19,18 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import MapResult, file_sha256
+from curate.dataset import decode_texts
 from curate.errors import CurateError
+from curate.runtime import MapResult, MapStage, param
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
-from curate.stages.textcol import decode_texts
+from curate.storage import file_sha256
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "resources" / "lid.176.ftz"
 DEFAULT_MODEL_SHA256 = "8f3472cfe8738a7b6099e8e999c3cbfae0dcd15696aac7d7738a8039db603e83"
@@ -130,17 +131,43 @@ def sample_text(text: str, max_chars: int) -> str:
 
 
 @dataclass
-class LangIdStage:
-    """Map stage: annotates ``lang``/``lang_score`` and keeps the wanted languages."""
+class LangIdStage(MapStage):
+    """Identify each document's language with fastText; keep the wanted ones (reason `lang`).
 
-    keep: list[str] | None = field(default_factory=lambda: ["en"])  # None: annotate only
-    min_score: float = 0.65
-    model: str | None = None  # default: the shipped lid.176.ftz
-    max_chars: int = 4000
-    filter_sources: list[str] | None = None  # drop only these sources' documents (globs); others are annotated
-    name: str = field(default="langid", init=False)
+    Writes `lang` (the model's label without __label__, e.g. en or eng_Latn) and
+    `lang_score`. Text without letters gets lang `und`, score 0. Bytes that are not valid
+    UTF-8 (a Parquet file from elsewhere) are replaced with U+FFFD when read and counted
+    (invalid_utf8_repaired).
+
+    \b
+    Example:
+      curate langid --in out/clean --out out/langid --keep en --filter-sources 'cc/*'
+      curate langid --in out/clean --out out/langid_all --keep all
+      curate langid --in out/clean --out out/langid_de --keep de,en --model glotlid/model.bin
+    """
+
+    name: ClassVar[str] = "langid"
+    error_reasons: ClassVar[frozenset[str]] = frozenset({"invalid_utf8"})
+    keep: list[str] = param(["en"], "Language to keep (repeatable or comma-separated; en matches en, eng and eng_Latn); "
+                            "'all' annotates without dropping.", metavar="LANG", multiple=True, split=True)  # fmt: skip
+    min_score: float = param(0.65, "Keep a document only when its language's score is at least this.", min=0.0, max=1.0)
+    model: str | None = param(None, "A fastText language-ID model (lid.176.bin, GlotLID model.bin, ...) [default: the shipped lid.176.ftz].",
+                              metavar="PATH")  # fmt: skip
+    max_chars: int = param(4000, "Longer text is sampled to this many characters (its start and middle) before prediction.", min=100)
+    filter_sources: str | None = param(None, "Drop only documents of these sources (e.g. 'cc/*'); the others are annotated and kept.",
+                                       metavar="GLOBS")  # fmt: skip
 
     def __post_init__(self) -> None:
+        if isinstance(self.keep, str):
+            self.keep = [self.keep]
+        codes = [c.strip() for k in (self.keep or []) for c in str(k).split(",") if c.strip()]
+        if self.keep is not None and not codes:
+            raise CurateError("--keep: give at least one language, or 'all'")
+        if "all" in codes and len(codes) > 1:
+            raise CurateError("--keep: 'all' cannot be combined with languages")
+        self.keep = None if codes == ["all"] or self.keep is None else codes
+        if isinstance(self.filter_sources, list):
+            self.filter_sources = ",".join(self.filter_sources)
         if not 0.0 <= self.min_score <= 1.0:
             raise CurateError(f"--min-score must be between 0 and 1, got {self.min_score}")
         if self.max_chars < 100:
@@ -151,13 +178,14 @@ class LangIdStage:
         self._keep = set().union(*(_code_group(c) for c in self.keep)) if self.keep else None
 
     def params(self) -> dict[str, Any]:
+        shipped = Path(self.model_path).resolve() == DEFAULT_MODEL
         return {
             "keep": sorted(self.keep) if self.keep else None,
             "min_score": self.min_score,
-            "model": "lid.176.ftz (shipped)" if Path(self.model_path).resolve() == DEFAULT_MODEL else self.model_path,
-            "model_bytes": Path(self.model_path).stat().st_size,
+            "model": "lid.176.ftz (shipped)" if shipped else self.model_path,
+            "model_sha256": DEFAULT_MODEL_SHA256 if shipped else file_sha256(Path(self.model_path)),
             "max_chars": self.max_chars,
-            "filter_sources": self.filter_sources,
+            "filter_sources": [self.filter_sources] if self.filter_sources else None,
         }
 
     def wanted(self, lang: str) -> bool:
@@ -188,7 +216,7 @@ class LangIdStage:
             ls, ss = self.predict([raw[i] for i in good])
             for i, lang, score in zip(good, ls, ss):
                 langs[i], scores[i] = lang, score
-        filt = source_matcher(self.filter_sources) if self.filter_sources else None
+        filt = source_matcher([self.filter_sources]) if self.filter_sources else None
         sources = table.column("source").to_pylist() if filt else None
         reasons: list[str | None] = []
         counters: dict[str, Any] = {"lang": {}, "score": dict.fromkeys(_SCORE_BUCKETS, 0)}

@@ -22,15 +22,17 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import zstandard
 
+from curate.dataset import Inputs, files_fingerprint, input_name, sha256_json
 from curate.errors import CurateError
 from curate.hub import check_hub_reachable
 from curate.limits import CappedReader, DecompressionLimit, bomb_message, decompressed_limit
+from curate.runtime import Common, Context, Stage, param
 
 log = logging.getLogger("curate")
 
@@ -87,7 +89,7 @@ class Record:
 
 def find_files(spec: str) -> tuple[list[Path], Path]:
     """The data files a local ``--dataset`` names (file, directory or glob, or an fsspec URL of one), and their root."""
-    from curate.dataset import RemotePath, as_path, glob_paths
+    from curate.storage import RemotePath, as_path, glob_paths
 
     p = as_path(spec)
     if isinstance(p, RemotePath) and any(ch in spec for ch in "*?["):
@@ -110,7 +112,7 @@ def find_files(spec: str) -> tuple[list[Path], Path]:
 
 def is_local(spec: str) -> bool:
     """Whether ``--dataset`` names local files or an fsspec URL (else it is a hub name)."""
-    from curate.dataset import is_url
+    from curate.storage import is_url
 
     return is_url(spec) or Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
 
@@ -182,7 +184,7 @@ def _compressed_size(path: Path) -> int | None:
 
 def _open_binary(path: Path) -> BinaryIO:
     """The file's bytes, decompressed (``.zst``, ``.gz``) with bounded memory and a cap on the total (``curate.limits``)."""
-    from curate.dataset import open_input
+    from curate.storage import open_input
 
     raw = open_input(path)  # closed by the caller through the wrapper
     name = path.name
@@ -310,7 +312,7 @@ def _parquet_rows(pf: pq.ParquetFile, cols: list[str], path: Path, counters: Cou
     A row whose nested ``meta`` still holds invalid UTF-8 keeps its text and loses its meta
     (``bad_meta``); a file that breaks off is a one-line error naming it.
     """
-    from curate.stages.textcol import repair_utf8
+    from curate.dataset import repair_utf8
 
     try:
         for batch in pf.iter_batches(columns=cols, batch_size=1024):
@@ -457,3 +459,73 @@ def pile_records(
             if taken[key] == 0:
                 log.warning("subset %r: no documents found in %s", display, dataset)
                 counters["empty_subsets"] += 1
+
+
+@dataclass
+class DownloadPile(Stage):
+    """Pile-style subsets into a dataset directory (source = pile/<subset>).
+
+    Text is stored as read; repair Unicode with `curate clean` next. A malformed line is
+    counted under bad_record (file and line in the log) and skipped; a file that cannot
+    be read at all stops the command.
+
+    \b
+    Example:
+      curate download pile --dataset sample_data/pile --subset Wikipedia --subset ArXiv \\
+          --max-docs 100 --out out/pile
+    """
+
+    name: ClassVar[str] = "download_pile"
+    kind: ClassVar[str] = "source"
+    options: ClassVar[tuple[str, ...]] = ("out", "overwrite", "keep_rejected")
+    option_help: ClassVar[dict[str, str]] = {"keep_rejected": "Write malformed records to OUT/_rejected/ with their reason."}
+    error_reasons: ClassVar[frozenset[str]] = frozenset({"bad_record"})
+    dataset: str = param(help="Hub dataset name (streamed with `datasets`), or a local file, directory or glob "
+                         "of .jsonl, .jsonl.zst, .json.gz or .parquet files in the Pile layout.", metavar="NAME|PATH",
+                         required=True)  # fmt: skip
+    subsets: list[str] = param([], "Keep this pile_set_name (repeatable; e.g. 'Wikipedia (en)' or Wikipedia) [default: all].",
+                               flag="--subset", metavar="NAME", multiple=True)  # fmt: skip
+    max_docs: int | None = param(None, "At most N documents per subset.", min=1)
+    shard_docs: int = param(10_000, "Records per output shard.", min=1)
+    loader: str = param("auto", "auto: local when the path exists, else the hub; hub also loads a local dataset directory "
+                        "through `datasets`.", choices=("auto", "local", "hub"))  # fmt: skip
+    split: str = param("train", "Hub split.")
+    config: str | None = param(None, "Hub dataset configuration name.")
+    allow_unknown_subsets: bool = param(False, "Accept subset names that are not among the Pile's 22.")
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "dataset": self.dataset,
+            "subsets": sorted(self.subsets),
+            "max_docs": self.max_docs,
+            "shard_docs": self.shard_docs,
+            "loader": self.loader,
+            "split": self.split,
+            "config": self.config,
+        }
+
+    def _local(self) -> bool:
+        return self.loader == "local" or (self.loader == "auto" and is_local(self.dataset))
+
+    def inputs(self, common: Common) -> Inputs:
+        if self.subsets:
+            resolve_subsets(self.subsets, self.allow_unknown_subsets)  # a misspelt subset is an error before anything is written
+        if self._local():
+            files, root = find_files(self.dataset)
+            return Inputs([input_name(self.dataset)], list(files), [files_fingerprint(files, root)], [root if len(files) > 1 else files[0]])
+        # a hub dataset: its name, split and configuration are all we know of it
+        return Inputs([self.dataset], [], [sha256_json([self.dataset, self.split, self.config])], [])
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        counters: Counter = Counter()
+        records = pile_records(
+            self.dataset,
+            subsets=list(self.subsets) or None,
+            max_docs=self.max_docs,
+            loader=self.loader,
+            split=self.split,
+            config=self.config,
+            allow_unknown_subsets=self.allow_unknown_subsets,
+            counters=counters,
+        )
+        return ctx.stream_pass(records, shard_docs=self.shard_docs, counters=counters)

@@ -40,19 +40,20 @@ import struct
 import tempfile
 import time
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.dataset import MapResult, iter_dataset, write_json_atomic
+from curate.dataset import Inputs, dataset_inputs, decode_texts, iter_dataset
 from curate.errors import CurateError
+from curate.runtime import Common, Context, MapResult, MapStage, Stage, param
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
-from curate.stages.textcol import decode_texts
+from curate.storage import write_json_atomic
 
 log = logging.getLogger("curate")
 
@@ -318,41 +319,64 @@ def _histograms(sources: list[str], scores: np.ndarray, keep: np.ndarray) -> tup
     return hist_all, hist_kept, {str(n): float(v) for n, v in zip(names, sums)}
 
 
-@dataclass
-class QualityStage:
-    """Writes ``quality_score`` (probability of ``label``) and keeps documents by ``mode``.
+MODEL_FILE = "model.bin"
 
-    ``annotate`` keeps everything, ``threshold`` keeps score >= ``threshold``, ``pareto``
-    keeps ``pareto_draws([id], seed, alpha) > 1 - score``. Rejected documents get reason
-    ``quality``. Counters: ``score_hist`` {all, kept} x source x 10 fixed buckets of 0.1,
-    ``score_sum`` per source (mean = sum / docs), and in pareto mode ``pareto_expected_kept``.
+
+def model_file(path: str | os.PathLike) -> Path:
+    """A model file, or the directory `curate quality train --out DIR` wrote (its model.bin)."""
+    p = Path(path)
+    return p / MODEL_FILE if p.is_dir() and (p / MODEL_FILE).is_file() else p
+
+
+@dataclass
+class QualityStage(MapStage):
+    """Score documents with a fastText classifier (quality_score) and keep them by mode.
+
+    pareto keeps a document when (1 - u)^(-1/alpha) - 1 > 1 - score, u = (xxh64(id, seed) >> 11) / 2^53:
+    with probability (2 - score)^-alpha, the same documents for any sharding or --workers.
+    Dropped documents get reason `quality`. Score only CommonCrawl with --only-sources 'cc/*'
+    (other documents pass through, quality_score empty). _SUCCESS holds per-source histograms.
+
+    \b
+    Examples:
+      curate quality score --in out/cc_extract --out out/quality --model out/quality_model \\
+          --only-sources 'cc/*' --mode pareto --seed 1
+      curate quality score --in out/cc --out out/dclm --model fasttext_oh_eli5.bin --label __label__hq \\
+          --normalize none --mode annotate
     """
 
-    model: str
-    label: str = POS_LABEL
-    mode: str = "annotate"
-    threshold: float = 0.5
-    alpha: float = 9.0
-    seed: int = 0
-    normalize: str = "lower_punct"
-    fingerprint: str = ""
-    name: str = field(default="quality", init=False)
+    name: ClassVar[str] = "quality"
+    title: ClassVar[str] = "quality score"
+    model: str = param(help="fastText classifier (.bin or .ftz), or the directory `quality train --out` wrote.", metavar="FILE",
+                       required=True)  # fmt: skip
+    label: str = param(POS_LABEL, "The model's positive label: quality_score is its probability "
+                       "(e.g. __label__hq for DCLM's fasttext_oh_eli5).", metavar="NAME")  # fmt: skip
+    mode: str = param("annotate", "annotate: keep all; threshold: keep score >= T; pareto: keep when pareto(alpha) > 1 - score (GPT-3).",
+                      choices=MODES)  # fmt: skip
+    threshold: float = param(0.5, "Threshold of --mode threshold.", min=0.0, max=1.0)
+    alpha: float = param(9.0, "Pareto shape of --mode pareto.", min=0.0, min_open=True)
+    seed: int = param(0, "Seed of --mode pareto (with each document's id).")
+    normalize: str = param("auto", "Text normalisation before scoring; auto: the one in the model's metrics (written by `quality train`), "
+                           "else none (whitespace and newlines folded only, as datatrove's classifier filter does; use what the "
+                           "model was trained on).", choices=("auto", *NORMALIZE_MODES))  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
             raise CurateError(f"unknown mode {self.mode!r}; choose one of: {', '.join(MODES)}")
-        if self.normalize not in NORMALIZE_MODES:
+        if self.normalize != "auto" and self.normalize not in NORMALIZE_MODES:
             raise CurateError(f"unknown normalisation {self.normalize!r}; choose one of: {', '.join(NORMALIZE_MODES)}")
         if not 0.0 <= self.threshold <= 1.0:
             raise CurateError(f"--threshold must be between 0 and 1, got {self.threshold}")
         if not self.alpha > 0:
             raise CurateError(f"--alpha must be positive, got {self.alpha}")
-
-    @classmethod
-    def for_model(cls, model: str, label: str = POS_LABEL, **kw: Any) -> QualityStage:
-        """Check the model file and label now (one-line errors before any worker starts)."""
-        info = read_model_info(model)
-        return cls(model=str(model), label=resolve_label(info, label), fingerprint=model_fingerprint(model), **kw)
+        self.model = str(model_file(self.model))
+        info = read_model_info(self.model)  # one-line errors before any worker starts
+        self.label = resolve_label(info, self.label)
+        self.fingerprint = model_fingerprint(self.model)
+        if self.normalize == "auto":
+            recorded = recorded_normalize(self.model)
+            self.normalize = recorded or "none"
+            log.info("quality score: text normalisation %s%s", self.normalize, " (from the model's metrics)" if recorded else "")
 
     def params(self) -> dict[str, Any]:
         p: dict[str, Any] = {"model": self.model, "model_fingerprint": self.fingerprint, "label": self.label, "mode": self.mode}
@@ -363,6 +387,9 @@ class QualityStage:
             p["alpha"] = self.alpha
             p["seed"] = self.seed
         return p
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        return [*super().summary(record), *score_lines(record)]
 
     def scores(self, texts: list[str | None]) -> np.ndarray:
         model = load_model(self.model)
@@ -802,6 +829,94 @@ def train_classifier(
     }
     write_json_atomic(metrics_path(model_path), record)
     return record
+
+
+@dataclass
+class QualityTrain(Stage):
+    """Train a fastText classifier: positives (__label__hq) vs negatives (__label__cc), into OUT/model.bin.
+
+    Documents are sampled reproducibly (a hash of id and --seed), classes are balanced by
+    cutting the larger one, texts are normalised to one line (lower_punct: lowercase,
+    punctuation split off, whitespace folded), and a held-out split (--valid-fraction)
+    gives precision, recall and F1 at score 0.5, and ROC AUC: printed and written to
+    OUT/_SUCCESS and OUT/model.bin.metrics.json. The data files live in a temporary
+    directory under OUT.
+
+    \b
+    Example:
+      curate quality train --pos out/clean --pos-sources 'pile/Wikipedia,pile/OpenWebText2' \\
+          --neg out/cc_extract --neg-sources 'cc/*' --out out/quality_model
+    """
+
+    name: ClassVar[str] = "quality_train"
+    kind: ClassVar[str] = "sink"
+    options: ClassVar[tuple[str, ...]] = ("out", "overwrite")
+    option_help: ClassVar[dict[str, str]] = {"out": "Output directory: OUT/model.bin, OUT/model.bin.metrics.json, OUT/_SUCCESS."}
+    checks_ids: ClassVar[bool] = False
+    pos: list[str] = param([], "Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
+                           metavar="DIR", multiple=True, required=True)  # fmt: skip
+    neg: list[str] = param([], "Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",
+                           metavar="DIR", multiple=True, required=True)  # fmt: skip
+    pos_sources: str | None = param(None, "Take positives only from these sources (comma-separated globs, e.g. "
+                                    "'pile/Wikipedia,pile/OpenWebText2').", metavar="GLOBS")  # fmt: skip
+    neg_sources: str | None = param(None, "Take negatives only from these sources (e.g. 'cc/*').", metavar="GLOBS")
+    epoch: int = param(5, "fastText epochs.", min=1)
+    lr: float = param(0.1, "fastText learning rate.", min=0.0, min_open=True)
+    word_ngrams: int = param(2, "Word n-grams (2: words and bigrams).", min=1)
+    dim: int = param(64, "Embedding dimension.", min=1)
+    min_count: int = param(1, "Drop words seen fewer times.", min=1)
+    bucket: int = param(1_000_000, "Hash buckets for n-grams; the model holds (words + bucket) x dim floats (1M x 64: 256 MB).", min=0)
+    max_docs_per_class: int = param(100_000, "Sample at most N documents per class (by a hash of id and --seed); "
+                                    "the larger class is cut to the smaller.", min=1)  # fmt: skip
+    valid_fraction: float = param(0.1, "Fraction held out for evaluation (by a hash of id and --seed).", min=0.0, max=1.0, max_open=True)
+    seed: int = param(0, "Seed of the sample, the held-out split and fastText.")
+    threads: int | None = param(None, "fastText training threads [default: all cores]; only --threads 1 gives the same model "
+                                "bytes on every run.", min=1)  # fmt: skip
+    normalize: str = param("lower_punct", "Text normalisation (recorded with the model; `quality score` uses the same by default).",
+                           choices=NORMALIZE_MODES)  # fmt: skip
+    keep_data: bool = param(False, "Keep the fastText training and held-out files as OUT/model.bin.train.txt and .valid.txt.",
+                            record=False)  # fmt: skip
+
+    def __post_init__(self) -> None:
+        from curate.runtime import default_workers
+
+        self.config = TrainConfig(
+            epoch=self.epoch, lr=self.lr, word_ngrams=self.word_ngrams, dim=self.dim, min_count=self.min_count, bucket=self.bucket,
+            max_docs_per_class=self.max_docs_per_class, valid_fraction=self.valid_fraction, seed=self.seed,
+            threads=self.threads or default_workers(), normalize=self.normalize,
+        )  # fmt: skip
+        self.config.check()
+
+    def params(self) -> dict[str, Any]:
+        return {
+            "pos_sources": self.pos_sources,
+            "neg_sources": self.neg_sources,
+            "config": {k: getattr(self.config, k) for k in TrainConfig.__dataclass_fields__},
+        }
+
+    def inputs(self, common: Common) -> Inputs:
+        if not self.pos or not self.neg:
+            raise CurateError("quality train needs --pos and --neg dataset directories")
+        pos, neg = dataset_inputs(self.pos), dataset_inputs(self.neg)
+        return Inputs([f"pos:{n}" for n in pos.names] + [f"neg:{n}" for n in neg.names], pos.files + neg.files,
+                      pos.fingerprints + neg.fingerprints, pos.locations + neg.locations)  # fmt: skip
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        from curate.storage import as_path
+
+        out = as_path(str(ctx.out))
+        if not isinstance(out, Path):
+            raise CurateError(f"{out}: quality train writes a local directory (fastText writes local files)")
+        return train_classifier(
+            ClassInput(POS_LABEL, list(self.pos), self.pos_sources),
+            ClassInput(NEG_LABEL, list(self.neg), self.neg_sources),
+            out / MODEL_FILE,
+            self.config,
+            keep_data=self.keep_data,
+        )
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        return train_lines(record)
 
 
 def metrics_path(model_path: str | os.PathLike) -> Path:

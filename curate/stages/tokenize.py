@@ -1,4 +1,4 @@
-"""Tokenize dataset directories into Megatron-LM indexed datasets (a global stage).
+"""Tokenize dataset directories into Megatron-LM indexed datasets (a sink stage).
 
 Phase 1 cuts the input shards into *pieces* (runs of Parquet row groups of about
 ``CURATE_TOKENIZE_PIECE_MB`` uncompressed MB, fixed by the files alone) and tokenizes each
@@ -6,245 +6,34 @@ piece in a worker into its own ``.bin``/``.idx`` under a work directory, resumab
 piece whose ``.json`` exists is done. Phase 2 concatenates the pieces' ``.bin`` bytes in
 input order and rebases the pointers (no re-tokenizing), so the output does not depend
 on the number of workers. The merged index is written in place as pieces are copied
-(memory: one piece's index at a time).
-
-Tokenizers: ``gpt2`` (the GPT-2 BPE shipped in ``curate/resources``, encoded by tiktoken
-offline), a Hugging Face ``tokenizer.json`` (with the ``tokenizers`` package), or a
-tiktoken BPE file (``*.tiktoken``: base64 token and rank per line).
+(memory: one piece's index at a time). Tokenizers: see ``curate/tokenizer.py``.
 """
 
 from __future__ import annotations
 
-import functools
 import hashlib
-import json
 import logging
 import os
 import re
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import __version__, megatron
-from curate.dataset import AnyPath, as_path, file_sha256
+from curate.dataset import Inputs, OutputDir, Target, check_columns, dataset_inputs, merge_counts, open_parquet, read_json, repair_utf8
 from curate.errors import CurateError
+from curate.runtime import Common, Context, Stage, param
+from curate.schema import source_matcher
+from curate.storage import AnyPath, as_path, rmtree, write_json_atomic
+from curate.tokenizer import HF_EOD_CANDIDATES, load_tokenizer
 
 log = logging.getLogger("curate")
-
-RESOURCES = Path(__file__).resolve().parents[1] / "resources"
-GPT2_ENCODER_SHA256 = "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783"
-GPT2_VOCAB_SHA256 = "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5"
-ENDOFTEXT = "<|endoftext|>"
-
-# The split patterns of OpenAI's encodings (tiktoken_ext.openai_public), chosen for a bare
-# tiktoken BPE file by its number of ranks: such a file holds the ranks only.
-R50K_PAT = r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s"""
-CL100K_PAT = r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s"""
-O200K_PAT = "|".join(
-    [
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
-        r"""\p{N}{1,3}""",
-        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
-        r"""\s*[\r\n]+""",
-        r"""\s+(?!\S)""",
-        r"""\s+""",
-    ]
-)
-#: number of ranks -> (encoding it is, split pattern, special tokens)
-KNOWN_TIKTOKEN_FILES: dict[int, tuple[str, str, dict[str, int]]] = {
-    50256: ("r50k_base", R50K_PAT, {ENDOFTEXT: 50256}),
-    50280: ("p50k_base", R50K_PAT, {ENDOFTEXT: 50256}),
-    100256: ("cl100k_base", CL100K_PAT, {ENDOFTEXT: 100257, "<|endofprompt|>": 100276}),
-    199998: ("o200k_base", O200K_PAT, {ENDOFTEXT: 199999, "<|endofprompt|>": 200018}),
-}
-HF_EOD_CANDIDATES = (ENDOFTEXT, "<|end_of_text|>", "</s>", "<eos>", "<|eos|>", "[SEP]")
-
-
-def _data_gym_byte_map() -> dict[str, int]:
-    """GPT-2's printable stand-ins for bytes (the ``bytes_to_unicode`` table), inverted."""
-    printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
-    out = {chr(b): b for b in printable}
-    n = 0
-    for b in range(256):
-        if b not in out.values():
-            out[chr(256 + n)] = b
-            n += 1
-    return out
-
-
-def gpt2_mergeable_ranks(encoder_json: Path, vocab_bpe: Path) -> dict[bytes, int]:
-    """GPT-2's BPE ranks for tiktoken from ``encoder.json`` + ``vocab.bpe``.
-
-    For the published files (checked by sha256) the ranks are read from ``encoder.json``
-    alone (0.25 s instead of 0.75 s per worker; tiktoken's own loader asserts that the two
-    agree, and tests/test_tokenize.py checks that they do); other files go through
-    ``tiktoken.load.data_gym_to_mergeable_bpe_ranks``, which checks them.
-    """
-    if file_sha256(encoder_json) == GPT2_ENCODER_SHA256 and file_sha256(vocab_bpe) == GPT2_VOCAB_SHA256:
-        byte_of = _data_gym_byte_map()
-        encoder = json.loads(encoder_json.read_text(encoding="utf-8"))
-        return {bytes(byte_of[c] for c in token): rank for token, rank in encoder.items() if token not in (ENDOFTEXT, "<|startoftext|>")}
-    from tiktoken.load import data_gym_to_mergeable_bpe_ranks
-
-    return data_gym_to_mergeable_bpe_ranks(str(vocab_bpe), str(encoder_json))
-
-
-@dataclass
-class Tokenizer:
-    """A loaded tokenizer: encodes texts to token-id arrays, decodes ids back to text."""
-
-    kind: str  # "tiktoken" or "hf"
-    name: str
-    source: str  # what --tokenizer said
-    sha256: str
-    vocab_size: int  # largest token id + 1, special tokens included
-    eod: int | None
-    eod_token: str | None
-    impl: Any = field(repr=False)
-    loader: Any = field(default=None, repr=False)  # builds ``impl`` on first use (gpt2: 0.4 s saved where only the identity is needed)
-
-    def backend(self) -> Any:
-        """The tiktoken Encoding or tokenizers.Tokenizer doing the work."""
-        if self.impl is None:
-            self.impl = self.loader()
-        return self.impl
-
-    def identity(self) -> dict[str, Any]:
-        """What identifies this tokenizer in stats files (two corpora blend only if these agree)."""
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "source": self.source,
-            "sha256": self.sha256,
-            "vocab_size": self.vocab_size,
-            "eod": self.eod,
-            "eod_token": self.eod_token,
-        }
-
-    def encode(self, texts: list[str]) -> list[np.ndarray]:
-        """Token ids of each text; special-token strings in the text are encoded as plain text."""
-        if self.kind == "tiktoken":
-            enc = self.backend()
-            out = []
-            for t in texts:
-                try:
-                    out.append(enc.encode_to_numpy(t, disallowed_special=()))
-                except UnicodeEncodeError:  # lone surrogates (never from Arrow, but from Python callers)
-                    out.append(enc.encode_to_numpy(t.encode("utf-16", "surrogatepass").decode("utf-16", "replace"), disallowed_special=()))
-            return out
-        encs = self.backend().encode_batch(texts, add_special_tokens=False)
-        return [np.asarray(e.ids, dtype=np.uint32) for e in encs]
-
-    def decode(self, ids: Any) -> str:
-        ids = [int(i) for i in ids]
-        if self.kind == "tiktoken":
-            return self.backend().decode(ids)
-        return self.backend().decode(ids, skip_special_tokens=False)
-
-
-def _gpt2(source: str) -> Tokenizer:
-    import tiktoken
-
-    enc_json, vocab = RESOURCES / "encoder.json", RESOURCES / "vocab.bpe"
-    for f in (enc_json, vocab):
-        if not f.is_file():
-            raise CurateError(f"{f}: the GPT-2 BPE file is missing from the curate package; reinstall curate")
-
-    def build() -> Any:
-        ranks = gpt2_mergeable_ranks(enc_json, vocab)
-        return tiktoken.Encoding("gpt2", pat_str=R50K_PAT, mergeable_ranks=ranks, special_tokens={ENDOFTEXT: 50256}, explicit_n_vocab=50257)
-
-    sha = hashlib.sha256((GPT2_ENCODER_SHA256 + GPT2_VOCAB_SHA256).encode()).hexdigest()
-    return Tokenizer("tiktoken", "gpt2", source, sha, 50257, 50256, ENDOFTEXT, None, build)
-
-
-def _hf(path: Path, source: str, eod_token: str | None) -> Tokenizer:
-    try:
-        from tokenizers import Tokenizer as HFTokenizer
-    except ImportError as exc:  # pragma: no cover - a pinned dependency
-        raise CurateError(f"{path}: reading a Hugging Face tokenizer.json needs the `tokenizers` package") from exc
-    try:
-        tok = HFTokenizer.from_file(str(path))
-    except Exception as exc:  # noqa: BLE001 - the Rust error is one line
-        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CurateError(f"{path}: not a Hugging Face tokenizer.json ({msg})") from exc
-    if hasattr(tok, "encode_special_tokens"):
-        tok.encode_special_tokens = True  # "<|endoftext|>" inside a document is text, not a boundary
-    vocab = tok.get_vocab(with_added_tokens=True)
-    vocab_size = max(vocab.values(), default=-1) + 1
-    if eod_token is not None:
-        if eod_token not in vocab:
-            raise CurateError(f"{path}: the end-of-document token {eod_token!r} is not in its vocabulary")
-        eod_name = eod_token
-    else:
-        eod_name = next((t for t in HF_EOD_CANDIDATES if t in vocab), None)
-    eod = vocab[eod_name] if eod_name is not None else None
-    return Tokenizer("hf", path.name, source, file_sha256(path), vocab_size, eod, eod_name, tok)
-
-
-def _tiktoken_file(path: Path, source: str, eod_token: str | None) -> Tokenizer:
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    sha = file_sha256(path)
-    try:
-        ranks = load_tiktoken_bpe(str(path), expected_hash=sha)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise CurateError(
-            f"{path}: not a tokenizer (expected a Hugging Face tokenizer.json or a tiktoken BPE file of 'base64-token rank' lines)"
-        ) from exc
-    if len(ranks) < 256 or any(bytes([b]) not in ranks for b in range(256)):
-        raise CurateError(f"{path}: not a tiktoken BPE file (it must rank all 256 single bytes; has {len(ranks)} entries)")
-    max_rank = max(ranks.values())
-    known = KNOWN_TIKTOKEN_FILES.get(len(ranks))
-    if known is not None and all(v not in ranks.values() for v in known[2].values()):
-        name, pat, specials = known
-    else:
-        name, pat, specials = path.name, CL100K_PAT, {ENDOFTEXT: max_rank + 1}
-        log.info("tokenize: %s is not one of OpenAI's encodings; splitting with the cl100k pattern, %s = %d", path, ENDOFTEXT, max_rank + 1)
-    try:
-        enc = tiktoken.Encoding(name, pat_str=pat, mergeable_ranks=ranks, special_tokens=specials)
-    except BaseException as exc:  # tiktoken's Rust core panics on inconsistent ranks
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        raise CurateError(f"{path}: tiktoken cannot build an encoding from it ({type(exc).__name__}: {exc})") from exc
-    if eod_token is not None and eod_token not in specials:
-        raise CurateError(f"{path}: the end-of-document token {eod_token!r} is not among its special tokens ({', '.join(specials)})")
-    eod_name = eod_token or ENDOFTEXT
-    return Tokenizer("tiktoken", name, source, sha, enc.n_vocab, specials[eod_name], eod_name, enc)
-
-
-@functools.lru_cache(maxsize=4)
-def load_tokenizer(spec: str = "gpt2", eod_token: str | None = None) -> Tokenizer:
-    """``gpt2``, a Hugging Face ``tokenizer.json`` (or a directory holding one), or a tiktoken BPE file."""
-    if spec == "gpt2":
-        if eod_token not in (None, ENDOFTEXT):
-            raise CurateError(f"gpt2: the end-of-document token is {ENDOFTEXT}, not {eod_token!r}")
-        return _gpt2(spec)
-    path = Path(spec)
-    if path.is_dir():
-        if not (path / "tokenizer.json").is_file():
-            raise CurateError(f"{path}: a directory without tokenizer.json; give a tokenizer.json or tiktoken BPE file")
-        path = path / "tokenizer.json"
-    if not path.exists():
-        raise CurateError(f"{spec}: no such tokenizer file (use gpt2, a tokenizer.json or a tiktoken BPE file)")
-    try:
-        with open(path, "rb") as fh:
-            head = fh.read(4096).lstrip()
-    except OSError as exc:
-        raise CurateError(f"{path}: cannot read ({exc.strerror or exc})") from exc
-    if not head:
-        raise CurateError(f"{path}: empty file, not a tokenizer")
-    if head.startswith(b"{"):
-        return _hf(path, spec, eod_token)
-    return _tiktoken_file(path, spec, eod_token)
-
 
 # --------------------------------------------------------------------------- pieces
 
@@ -290,13 +79,12 @@ class PieceJob:
     eod_token: str | None
     append_eod: bool
     per_source: bool
-    only_sources: str | None
+    sources: str | None
     dtype: str
 
 
 def plan_pieces(files: list[Path], piece_bytes: int | None = None) -> list[Piece]:
     """Cut the shards into pieces of whole row groups, about ``piece_bytes`` each; fixed by the files alone."""
-    from curate.dataset import open_parquet
 
     piece_bytes = piece_bytes or PIECE_BYTES
     pieces = []
@@ -323,16 +111,13 @@ def _empty_counts() -> dict[str, int]:
 
 def tokenize_piece(job: PieceJob) -> dict[str, Any]:
     """Tokenize one piece into ``WORK/<piece>.<key>.bin/.idx`` and write ``WORK/<piece>.json`` last."""
-    from curate.dataset import check_columns, merge_counts, open_parquet, write_json_atomic
-    from curate.schema import source_matcher
-    from curate.stages.textcol import repair_utf8
 
     t0 = time.perf_counter()
     tok = load_tokenizer(job.tokenizer, job.eod_token)
     dtype = np.dtype(job.dtype)
     eod = np.array([tok.eod], dtype=np.uint32) if job.append_eod else None
     piece, work = job.piece, as_path(job.work)
-    match = source_matcher(job.only_sources) if job.only_sources else None
+    match = source_matcher(job.sources) if job.sources else None
     writers: dict[str, megatron.IndexedDatasetWriter] = {}
     keys: dict[str, str] = {}
     per_source: dict[str, dict[str, int]] = {}
@@ -369,8 +154,14 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
             if piece.row_groups
             else []
         )
+        md = pf.metadata
+        row = sum(md.row_group(i).num_rows for i in range(piece.row_groups[0])) if piece.row_groups else 0
         for batch in batches:
             batch, fixed = repair_utf8(pa.Table.from_batches([batch]))  # invalid UTF-8 from a foreign file: U+FFFD, counted
+            if batch.column("source").null_count:
+                at = row + int(pc.index(pc.is_null(batch.column("source")), True).as_py())
+                raise CurateError(f"{piece.path}: row {at}: source is null (every document needs a source)")
+            row += batch.num_rows
             merge_counts(repaired, fixed)
             src_col = pc.fill_null(batch.column("source").cast(pa.string()), "")
             sources = src_col.to_pylist()
@@ -434,7 +225,11 @@ def describe_piece(rec: dict[str, Any]) -> str:
     return f"{rec['documents']:,} docs, {rec['tokens']:,} tokens, {rec['seconds']:.1f} s"
 
 
-# --------------------------------------------------------------------------- the stage
+
+
+
+
+# --------------------------------------------------------------------------- outputs
 
 
 @dataclass
@@ -456,9 +251,89 @@ class Outputs:
         return self.out / source_slug(source) if (self.per_source and source is not None) else self.out
 
 
-def _merge_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
-    from curate.dataset import merge_counts
+class PrefixTarget(Target):
+    """One tokenized prefix: PREFIX.bin, PREFIX.idx, PREFIX.stats.json (the record, last) and PREFIX.work/ while it runs."""
 
+    def __init__(self, prefix: str | os.PathLike) -> None:
+        self.path = as_path(prefix)
+        self.outs = Outputs(self.path, False)
+        self.files = [as_path(f"{self.path}{s}") for s in (".bin", ".idx", ".stats.json")]
+
+    def locations(self) -> list[AnyPath]:
+        return [*self.files, self.outs.work]
+
+    def exists(self) -> bool:
+        if self.path.is_dir():
+            raise CurateError(f"{self.path}: is a directory; --out is a prefix (OUT.bin, OUT.idx), or a directory with --per-source")
+        return any(f.exists() for f in self.files) or self.outs.work.exists()
+
+    def owned(self) -> bool:
+        return self.outs.marker.exists() or (self.outs.work / WORK_PARAMS).exists()
+
+    def read_params(self) -> dict[str, Any] | None:
+        rec = read_json(self.outs.marker)
+        if rec is not None and isinstance(rec.get("params"), dict):
+            return {"_stage": rec.get("stage"), **rec["params"]}
+        return read_json(self.outs.work / WORK_PARAMS)
+
+    def write_params(self, params: dict[str, Any]) -> None:
+        write_json_atomic(self.outs.work / WORK_PARAMS, params)
+
+    def read_record(self) -> dict[str, Any] | None:
+        return read_json(self.outs.marker)
+
+    def write_record(self, record: dict[str, Any]) -> None:
+        write_json_atomic(self.outs.marker, record)
+        rmtree(self.outs.work, ignore_errors=True)
+
+    def invalidate(self) -> None:
+        if self.outs.marker.exists():
+            rec = self.read_params()
+            self.outs.marker.unlink()
+            if rec is not None and not (self.outs.work / WORK_PARAMS).exists():
+                self.write_params(rec)
+
+    def create(self) -> None:
+        self.outs.work.mkdir(parents=True, exist_ok=True)
+        _clear_temporary(self.outs)
+
+    def clear(self) -> None:
+        for f in self.files:
+            f.unlink(missing_ok=True)
+        if self.outs.work.exists():
+            rmtree(self.outs.work)
+
+    def touch(self) -> None:
+        if isinstance(self.outs.marker, Path):
+            try:
+                os.utime(self.outs.marker)
+            except OSError:
+                pass
+
+    def outputs(self) -> list[list[Any]]:
+        return [[f.name, f.stat().st_size] for f in self.files[:2] if f.exists()]
+
+
+class SourcesTarget(OutputDir):
+    """--per-source: a directory of prefixes, one per source, with _params.json and _SUCCESS."""
+
+    def create(self) -> None:
+        super().create()
+        _clear_temporary(Outputs(self.path, True))
+
+
+def _clear_temporary(outs: Outputs) -> None:
+    """Temporary files of a run killed while merging (pieces' own are cleared by their re-run)."""
+    if isinstance(outs.out, Path):
+        found = outs.out.glob(".*.tmp.*") if outs.per_source else outs.out.parent.glob(f".{outs.out.name}.*.tmp.*")
+        for stale in found:
+            stale.unlink(missing_ok=True)
+
+
+# --------------------------------------------------------------------------- the work
+
+
+def _merge_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
     total: dict[str, Any] = {"documents": 0, "tokens": 0, "bytes": 0, "skipped": {}, "per_source": {}, "cpu_seconds": 0.0}
     for r in records:
         merge_counts(total, {k: r[k] for k in ("documents", "tokens", "bytes", "skipped", "per_source", "invalid_utf8_repaired") if k in r})
@@ -467,113 +342,72 @@ def _merge_stats(records: list[dict[str, Any]]) -> dict[str, Any]:
     return total
 
 
-def tokenize(
-    inputs: list[str],
-    out: str | os.PathLike,
+def tokenize_files(
+    run_map: Callable[..., list[Any]],
+    files: list[AnyPath],
+    outs: Outputs,
     *,
     tokenizer: str = "gpt2",
     eod_token: str | None = None,
     append_eod: bool = True,
-    per_source: bool = False,
-    only_sources: str | None = None,
-    executor: Any = None,
-    overwrite: bool = False,
+    sources: str | None = None,
+    work_params: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Tokenize ``inputs`` into ``OUT.bin``/``OUT.idx`` (or ``OUT/<source>.*`` with ``per_source``).
+    """Tokenize ``files`` into ``outs`` (pieces in its work directory, resumed, then merged); returns the record.
 
-    Returns the stats record, also written to ``OUT.stats.json`` (``OUT/_SUCCESS`` and one
-    ``OUT/<source>.stats.json`` each with ``per_source``), which is written last.
+    With ``per_source`` each source's prefix gets its ``.stats.json``; the caller writes the
+    top record (``outs.marker``). ``work_params`` identify the run: pieces of another run in
+    the work directory are discarded. ``run_map`` is ``Context.map``.
     """
-    from curate.dataset import resolve_inputs, rmtree, write_json_atomic
-    from curate.executor import LocalExecutor
-
-    started = time.monotonic()
+    t_start = time.monotonic()
     tok = load_tokenizer(tokenizer, eod_token)
     if append_eod and tok.eod is None:
         raise CurateError(
             f"{tokenizer}: no end-of-document token found (looked for {', '.join(HF_EOD_CANDIDATES)}); name one with --eod-token or use --no-append-eod"
         )
     dtype = megatron.dtype_for_vocab(tok.vocab_size)
-    files = resolve_inputs(inputs)
-    outs = Outputs(as_path(out), per_source)
-    params = {
-        "inputs": [str(i) for i in inputs],
-        "tokenizer": tok.identity(),
-        "append_eod": append_eod,
-        "per_source": per_source,
-        "only_sources": only_sources,
-        "dtype": dtype.name,
-    }
-    params = json.loads(json.dumps(params, sort_keys=True))
-    if outs.per_source and outs.out.exists() and not outs.out.is_dir():
-        raise CurateError(f"{outs.out}: exists and is not a directory (--per-source writes one prefix per source into a directory)")
-    if not outs.per_source and outs.out.is_dir():
-        raise CurateError(f"{outs.out}: is a directory; --out is a prefix (OUT.bin, OUT.idx), or a directory with --per-source")
-    old = _read_json(outs.marker)
-    if old is not None:
-        if overwrite:
-            _remove_outputs(outs, old)
-        elif old.get("params") == params:
-            log.info("tokenize: %s is complete; nothing to do (use --overwrite to redo)", outs.marker)
-            if outs.work.exists():  # a run killed after its marker, before removing its pieces
-                rmtree(outs.work, ignore_errors=True)
-            return old
-        else:
-            changed = sorted(k for k in set(old.get("params", {})) | set(params) if old.get("params", {}).get(k) != params.get(k))
-            raise CurateError(
-                f"{outs.marker}: written with other parameters (changed: {', '.join(changed)}); use --overwrite to start again"
-            )
     work = outs.work
-    if overwrite and work.exists():
-        rmtree(work)
-    if work.exists() and _read_json(work / WORK_PARAMS) != params:
-        log.info("tokenize: %s holds pieces of another run; starting again", work)
-        rmtree(work)
+    if work_params is not None:
+        if work.exists() and read_json(work / WORK_PARAMS) not in (None, work_params):
+            log.info("tokenize: %s holds pieces of another run; starting again", work)
+            rmtree(work)
+        work.mkdir(parents=True, exist_ok=True)
+        write_json_atomic(work / WORK_PARAMS, work_params)
     work.mkdir(parents=True, exist_ok=True)
     for stale in work.glob(".*.tmp.*"):
         stale.unlink(missing_ok=True)
-    if isinstance(outs.out, Path):  # the merged outputs' temporary files, left by a run killed while merging
-        found = outs.out.glob(".*.tmp.*") if per_source else outs.out.parent.glob(f".{outs.out.name}.*.tmp.*")
-        for stale in found:
-            stale.unlink(missing_ok=True)
-    write_json_atomic(work / WORK_PARAMS, params)
-
     pieces = plan_pieces(files)
     if sum(p.rows for p in pieces) == 0:
-        rmtree(work, ignore_errors=True)
-        raise CurateError(f"{', '.join(inputs)}: no documents to tokenize")
+        raise CurateError(f"{', '.join(str(f) for f in files) or 'the inputs'}: no documents to tokenize")
     done: dict[str, dict[str, Any]] = {}
     pending = []
     for p in pieces:
-        rec = _read_json(work / f"{p.name}.json")
+        rec = read_json(work / f"{p.name}.json")
         if rec is not None and rec.get("input") == p.path and rec.get("input_size") == p.size and rec.get("input_mtime_ns") == p.mtime_ns:
             done[p.name] = rec
         else:
-            pending.append(PieceJob(p, str(work), tokenizer, eod_token, append_eod, per_source, only_sources, dtype.name))
+            pending.append(PieceJob(p, str(work), tokenizer, eod_token, append_eod, outs.per_source, sources, dtype.name))
     if done:
         log.info("tokenize: resuming, %d of %d piece(s) already done", len(done), len(pieces))
-    executor = executor or LocalExecutor(1)
-    results = executor.map(
-        tokenize_piece, pending, labels=[j.piece.name for j in pending], desc="tokenize", describe=describe_piece, unit="piece"
-    )
+    results = run_map(tokenize_piece, pending, labels=[j.piece.name for j in pending], desc="tokenize", describe=describe_piece,
+                      unit="piece")  # fmt: skip
     for job, rec in zip(pending, results):
         done[job.piece.name] = rec
     records = [done[p.name] for p in pieces]
 
     merged = _merge_stats(records)
     if merged["documents"] == 0:
-        raise CurateError(f"{', '.join(inputs)}: no documents left to tokenize (skipped: {merged['skipped'] or 'none'})")
+        raise CurateError(f"no documents left to tokenize (skipped: {merged['skipped'] or 'none'})")
     base = {
         "stage": "tokenize",
         "curate_version": __version__,
-        "params": params,
         "tokenizer": tok.identity(),
         "dtype": dtype.name,
         "dtype_code": megatron.DTYPE_CODES[dtype],
         "append_eod": append_eod,
     }
     t_merge = time.monotonic()
-    if not per_source:
+    if not outs.per_source:
         megatron.merge([work / f"{r['piece']}.all" for r in records], outs.out, dtype)
         record = {**base, "prefix": str(outs.out), **merged}
     else:
@@ -594,29 +428,80 @@ def tokenize(
             write_json_atomic(as_path(f"{prefix}.stats.json"), src_rec)
             prefixes[src] = str(prefix)
         record = {**base, "prefixes": prefixes, **merged}
-    wall = time.monotonic() - started
+    wall = time.monotonic() - t_start
     record["pieces"] = len(pieces)
     record["merge_seconds"] = round(time.monotonic() - t_merge, 3)
-    record["wall_seconds"] = round(wall, 3)
     record["mb_per_second"] = round(merged["bytes"] / 1e6 / wall, 3) if wall > 0 else None
-    write_json_atomic(outs.marker, record)
-    rmtree(work, ignore_errors=True)
     return record
 
 
-def _read_json(path: AnyPath) -> dict[str, Any] | None:
-    try:
-        return json.loads(path.read_text())
-    except (OSError, ValueError):
-        return None
+@dataclass
+class TokenizeStage(Stage):
+    """Tokenize documents into Megatron-LM indexed datasets (.bin/.idx, MMIDIDX v1).
 
+    One sequence per document, in input order (the same bytes for any --workers); uint16
+    tokens when the vocabulary fits, else int32. Shards are tokenized in parallel into
+    pieces and merged without re-tokenizing; an interrupted run resumes its pieces.
 
-def _remove_outputs(outs: Outputs, old: dict[str, Any]) -> None:
-    prefixes = list(old.get("prefixes", {}).values()) or [str(outs.out)]
-    for p in prefixes:
-        for suffix in (".bin", ".idx", ".stats.json"):
-            as_path(f"{p}{suffix}").unlink(missing_ok=True)
-    outs.marker.unlink(missing_ok=True)
+    \b
+    Examples:
+      curate tokenize --in out/decontam --out out/tokenized/corpus
+      curate tokenize --in out/decontam --out out/tokenized --per-source --workers 8
+      curate tokenize --in out/clean --out out/tok/llama --tokenizer path/to/tokenizer.json
+    """
+
+    name: ClassVar[str] = "tokenize"
+    kind: ClassVar[str] = "sink"
+    options: ClassVar[tuple[str, ...]] = ("inputs", "out", "workers", "overwrite", "executor", "ray_address")
+    option_help: ClassVar[dict[str, str]] = {
+        "inputs": "Input dataset directory, Parquet file or glob (repeatable; read in this order).",
+        "out": "Output prefix: PREFIX.bin, PREFIX.idx, PREFIX.stats.json (a directory with --per-source).",
+    }
+    checks_ids: ClassVar[bool] = False
+    tokenizer: str = param("gpt2", "gpt2 (GPT-2 BPE shipped with curate, offline), a Hugging Face tokenizer.json, or a tiktoken BPE file.",
+                           metavar="gpt2|PATH")  # fmt: skip
+    append_eod: bool = param(True, "End every document with the end-of-document token.", secondary="--no-append-eod")
+    eod_token: str | None = param(None, "End-of-document token [default: <|endoftext|>, or the tokenizer's </s>-like token].",
+                                  metavar="TOKEN")  # fmt: skip
+    per_source: bool = param(False, "Write one prefix per source: OUT/<source>.bin/.idx (e.g. OUT/pile_Wikipedia), and OUT/_SUCCESS.")
+    sources: str | None = param(None, "Tokenize only the documents of these sources (comma-separated globs); the others are left "
+                                "out and counted as skipped.", metavar="GLOBS")  # fmt: skip
+
+    def __post_init__(self) -> None:
+        tok = load_tokenizer(self.tokenizer, self.eod_token)  # one-line errors before anything is written
+        if self.append_eod and tok.eod is None:
+            raise CurateError(
+                f"{self.tokenizer}: no end-of-document token found (looked for {', '.join(HF_EOD_CANDIDATES)}); "
+                "name one with --eod-token or use --no-append-eod"
+            )
+        self.identity = tok.identity()
+        self.dtype = megatron.dtype_for_vocab(tok.vocab_size).name
+
+    def params(self) -> dict[str, Any]:
+        return {"tokenizer": self.identity, "append_eod": self.append_eod, "per_source": self.per_source, "sources": self.sources,
+                "dtype": self.dtype}  # fmt: skip
+
+    def inputs(self, common: Common) -> Inputs:
+        return dataset_inputs(common.inputs)
+
+    def target(self, common: Common) -> Target:
+        out = as_path(common.out)
+        if self.per_source:
+            if out.exists() and not out.is_dir():
+                raise CurateError(f"{out}: exists and is not a directory (--per-source writes one prefix per source into a directory)")
+            return SourcesTarget(out)
+        return PrefixTarget(out)
+
+    def run(self, ctx: Context) -> dict[str, Any]:
+        outs = Outputs(ctx.out, self.per_source)
+        record = tokenize_files(ctx.map, ctx.files, outs, tokenizer=self.tokenizer, eod_token=self.eod_token, append_eod=self.append_eod,
+                                sources=self.sources)  # fmt: skip
+        if self.per_source:
+            rmtree(outs.work, ignore_errors=True)
+        return record
+
+    def summary(self, record: dict[str, Any]) -> list[str]:
+        return summary_lines(record)
 
 
 def summary_lines(record: dict[str, Any]) -> list[str]:
@@ -626,7 +511,7 @@ def summary_lines(record: dict[str, Any]) -> list[str]:
     mb = record["bytes"] / 1e6
     lines = [
         f"tokenize: {record['documents']:,} docs{skip}, {mb:.1f} MB -> {record['tokens']:,} tokens ({record['dtype']}), "
-        f"{record['wall_seconds']:.1f} s, {record.get('mb_per_second') or 0:.2f} MB/s"
+        f"{record.get('wall_seconds', 0):.1f} s, {record.get('mb_per_second') or 0:.2f} MB/s"
     ]
     if "prefixes" in record:
         width = max(len(s) for s in record["prefixes"])

@@ -14,21 +14,21 @@ from __future__ import annotations
 import fnmatch
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.config import check_keys
-from curate.dataset import MapResult
+from curate.config import check_keys, load_yaml
+from curate.dataset import decode_texts
 from curate.errors import CurateError
+from curate.runtime import MapResult, MapStage, param
 from curate.schema import BASE_FIELDS, with_column
 from curate.stages.filters.base import RuleSet
 from curate.stages.filters.c4 import C4
 from curate.stages.filters.fineweb import FINEWEB
 from curate.stages.filters.gopher import GOPHER_QUALITY, GOPHER_REPETITION
 from curate.stages.filters.text import Doc
-from curate.stages.textcol import decode_texts
 
 RULE_SETS: dict[str, RuleSet] = {rs.name: rs for rs in (GOPHER_QUALITY, GOPHER_REPETITION, C4, FINEWEB)}
 #: The order FineWeb's production pipeline applies them in (cheap repetition checks first).
@@ -108,24 +108,46 @@ class FilterConfig:
         return {"default": self.default, "sources": [[g, r] for g, r in self.sources], "thresholds": self.thresholds}
 
 
-class FilterStage:
-    """Map stage: applies the configured rule sets to each document."""
+@dataclass
+class FilterStage(MapStage):
+    """Heuristic quality rules: Gopher quality and repetition, C4, FineWeb (published thresholds).
 
-    name = "filter"
+    Each document goes through the rule sets its source is given in the config, in order,
+    and is rejected with the first rule it fails as its reason (e.g.
+    `gopher_quality:mean_word_length`). The default config filters CommonCrawl and other
+    web text with all four, gives the Pile's curated prose subsets only the repetition
+    rules, and leaves code, maths and subtitles alone. C4 keeps only a page's kept lines.
 
-    def __init__(self, config: FilterConfig | None = None, rules: list[str] | None = None) -> None:
-        self.config = config or FilterConfig()
-        self.enabled = list(rules) if rules is not None else list(ALL_RULES)
-        self.thresholds = {name: rs.thresholds(self.config.thresholds.get(name)) for name, rs in RULE_SETS.items()}
+    \b
+    Example:
+      curate filter --in out/langid --out out/filter
+      curate filter --in out/langid --out out/filter_c4 --rules c4 --config my_filters.yaml
+    """
+
+    name: ClassVar[str] = "filter"
+    error_reasons: ClassVar[frozenset[str]] = frozenset({"invalid_utf8"})
+    rules: str | None = param(None, "Rule sets to use (comma-separated): gopher_quality, gopher_repetition, c4, fineweb "
+                              "[default: all; the config decides which apply to which source].", metavar="NAMES")  # fmt: skip
+    config: str | None = param(None, "Per-source rule sets and threshold overrides [default: curate/resources/filters.yaml].",
+                               metavar="YAML")  # fmt: skip
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, FilterConfig):
+            self.filter_config = self.config
+        else:
+            path = self.config or str(default_config_path())
+            self.filter_config = FilterConfig.from_mapping(load_yaml(path), path)
+        self.enabled = parse_rules(self.rules) if self.rules is not None else list(ALL_RULES)
+        self.thresholds = {name: rs.thresholds(self.filter_config.thresholds.get(name)) for name, rs in RULE_SETS.items()}
         self._plans: dict[str, tuple[RuleSet, ...]] = {}
 
     def params(self) -> dict[str, Any]:
-        return {"rules": self.enabled, "config": self.config.to_params()}
+        return {"rules": self.enabled, "config": self.filter_config.to_params()}
 
     def _plan(self, source: str) -> tuple[RuleSet, ...]:
         plan = self._plans.get(source)
         if plan is None:
-            plan = self._plans[source] = tuple(RULE_SETS[r] for r in self.config.rules_for(source) if r in self.enabled)
+            plan = self._plans[source] = tuple(RULE_SETS[r] for r in self.filter_config.rules_for(source) if r in self.enabled)
         return plan
 
     def check(self, text: str, source: str, counters: dict[str, Any]) -> tuple[str | None, str]:

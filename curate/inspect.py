@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from curate import megatron
-from curate.dataset import as_path
 from curate.errors import CurateError
+from curate.storage import as_path
 
 
 def _strip_suffix(prefix: str) -> str:
@@ -67,7 +67,7 @@ def inspect_lines(prefix: str, doc: int | None = None, tokenizer: str | None = N
     if doc is not None:
         if doc >= ds.num_documents:
             raise CurateError(f"{prefix}: --doc {doc} is out of range (it has {ds.num_documents:,} documents)")
-        from curate.stages.tokenize import load_tokenizer
+        from curate.tokenizer import load_tokenizer
 
         spec = tokenizer or (tok_info or {}).get("source") or "gpt2"
         eod_token = None if tokenizer else (tok_info or {}).get("eod_token")

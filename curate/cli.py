@@ -19,7 +19,7 @@ from typing import Any
 import click
 
 from curate import __version__
-from curate.errors import CurateError
+from curate.errors import CurateError, ParamError
 
 log = logging.getLogger("curate")
 
@@ -225,7 +225,10 @@ def stage_command(name: str, cls: type) -> click.Command:
             if decl.split and isinstance(value, list):
                 value = [p.strip() for v in value for p in str(v).split(",") if p.strip()]
             kwargs[key] = value
-        stage = cls(**kwargs)
+        try:
+            stage = cls(**kwargs)
+        except ParamError as exc:
+            raise click.BadParameter(str(exc).split(": ", 1)[1], param_hint=exc.option) from None
         record = run_stage(stage, Common(**common_kw))
         for line in record.get("summary") or []:
             click.echo(line)

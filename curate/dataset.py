@@ -604,10 +604,11 @@ def check_ids(files: list[AnyPath]) -> int:
             col = batch.column(0)
             if col.null_count:
                 raise CurateError(f"{f}: row {row + _first_null(pa.chunked_array([col]))}: id is null (every document needs an id)")
-            ids = col.cast(pa.string()).to_pylist() if not is_text_type(col.type) else col.to_pylist()
-            hashes.append(np.fromiter((xxhash.xxh64_intdigest(s.encode("utf-8", "surrogatepass")) for s in ids), np.uint64, len(ids)))
-            where.append((np.int64(i) << np.int64(40)) | np.arange(row, row + len(ids), dtype=np.int64))
-            row += len(ids)
+            col = col.cast(pa.string()) if not is_text_type(col.type) else col
+            raw = col.cast(pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary()).to_pylist()  # bytes: no UTF-8 check
+            hashes.append(np.fromiter((xxhash.xxh64_intdigest(b) for b in raw), np.uint64, len(raw)))
+            where.append((np.int64(i) << np.int64(40)) | np.arange(row, row + len(raw), dtype=np.int64))
+            row += len(raw)
     if not hashes:
         return 0
     h = np.concatenate(hashes)
@@ -629,6 +630,8 @@ def check_ids(files: list[AnyPath]) -> int:
 def _id_at(files: list[AnyPath], where: int) -> str:
     f, row = files[where >> 40], where & ((1 << 40) - 1)
     t = pq.read_table(f if isinstance(f, Path) else f.open("rb"), columns=["id"]).column(0)
+    if is_text_type(t.type):
+        return t.cast(pa.large_binary())[row].as_py().decode("utf-8", "replace")
     return str(t[row].as_py())
 
 

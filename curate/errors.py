@@ -5,6 +5,14 @@ class CurateError(Exception):
     """A user-facing error: bad input, a wrong path, a bad option. One line, non-zero exit."""
 
 
+class ParamError(CurateError):
+    """An option value that makes no sense (a usage error: exit 2, naming the option)."""
+
+    def __init__(self, option: str, message: str) -> None:
+        self.option = option
+        super().__init__(f"{option}: {message}")
+
+
 class ShardError(CurateError):
     """One or more shards of a stage failed; the finished shards stay on disk."""
 

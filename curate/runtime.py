@@ -60,6 +60,7 @@ from curate.dataset import (
     check_ids,
     dataset_inputs,
     iter_tables,
+    open_parquet,
     sha256_json,
     shard_name,
     text_bytes,
@@ -201,6 +202,7 @@ class Stage:
     option_defaults: ClassVar[dict[str, Any]] = {}
     error_reasons: ClassVar[frozenset[str]] = frozenset()
     checks_ids: ClassVar[bool] = True  # ids of foreign inputs are checked (sinks that drop ids say False)
+    required_columns: ClassVar[tuple[str, ...]] = REQUIRED_COLUMNS  # checked in the inputs before any work
 
     @classmethod
     def display(cls) -> str:
@@ -310,7 +312,8 @@ def prepare_output(stage: Stage, target: Target, params: dict[str, Any], overwri
 
     The rule (one for every command): same parameters and inputs -> resume, or nothing to
     do when complete; inputs changed -> start again, with one warning line; parameters
-    changed -> an error unless ``overwrite``. Only an output curate wrote is ever deleted.
+    changed -> an error unless ``overwrite`` (or nothing finished is there yet: a run that
+    failed at once is simply redone). Only an output curate wrote is ever deleted.
     """
     title = stage.display()
     if target.exists():
@@ -324,13 +327,23 @@ def prepare_output(stage: Stage, target: Target, params: dict[str, Any], overwri
             if old.get("input_fingerprints") == params.get("input_fingerprints"):
                 record = target.read_record()
                 if record is not None:
-                    target.touch()
-                    log.info("%s: %s is complete and its inputs are unchanged; nothing to do (--overwrite redoes it)", title, target.path)
-                    return record
+                    change = _changed_output(target, params, record)
+                    if change is None:
+                        target.touch()
+                        log.info("%s: %s is complete and its inputs are unchanged; nothing to do (--overwrite redoes it)", title, target.path)
+                        return record
+                    if change == "missing":
+                        log.warning("%s: files of %s were deleted since it was written; making them again", title, target.path)
+                    else:
+                        log.warning("%s: %s was changed since it was written; starting again", title, target.path)
+                        target.clear()
             else:
                 log.warning("%s: %s was made from other inputs (%s it was written); starting again", title, target.path,
                             _changed_inputs(old, params))  # fmt: skip
                 target.clear()
+        elif not target.outputs():
+            log.info("%s: %s holds no finished output of its earlier run (other parameters); starting again", title, target.path)
+            target.clear()
         else:
             what = _diff(old or {}, params)
             writer = (old or {}).get("_stage", "a stage")
@@ -339,6 +352,23 @@ def prepare_output(stage: Stage, target: Target, params: dict[str, Any], overwri
     if target.read_params() is None:
         target.write_params(params)
     return None
+
+
+def output_fingerprint(target: Target, params: dict[str, Any]) -> str:
+    """What the next stage fingerprints: the parameters (inputs included) and the output's data files (names, sizes)."""
+    return sha256_json({"params": params, "outputs": target.outputs()})
+
+
+def _changed_output(target: Target, params: dict[str, Any], record: dict[str, Any]) -> str | None:
+    """None when a finished output is as its record says; "missing" when files were deleted; "changed" otherwise."""
+    want = record.get("fingerprint")
+    if not want or want == output_fingerprint(target, params):
+        return None
+    have = {name for name, _ in target.outputs()}
+    listed = record.get("output_files")
+    if listed is not None and have < set(listed):
+        return "missing"
+    return "changed"
 
 
 def _same_params(old: dict[str, Any], new: dict[str, Any]) -> bool:
@@ -375,6 +405,19 @@ def check_outcome(stage: Stage, record: dict[str, Any]) -> None:
                     ", ".join(f"{r} {c:,}" for r, c in sorted(errors.items())), f"; the first {worst}: {first}" if first else "")  # fmt: skip
 
 
+def check_input_columns(inputs: Inputs, required: Sequence[str]) -> None:
+    """Required columns and their types, in the first shard of each input directory and in every foreign file (footers only)."""
+    if not required or not inputs.files:
+        return
+    seen: set[str] = set()
+    for f in inputs.files:
+        parent = str(f.parent)
+        if parent in seen and f not in inputs.foreign:
+            continue
+        seen.add(parent)
+        check_columns(f, open_parquet(f).schema_arrow, required)
+
+
 def stage_params(stage: Stage, inputs: Inputs, common: Common) -> dict[str, Any]:
     """What an output is made from: the stage's parameters, the shared options that change it, its inputs."""
     params: dict[str, Any] = {"_stage": stage.name, "inputs": inputs.names, "input_fingerprints": inputs.fingerprints}
@@ -396,6 +439,7 @@ def run_stage(stage: Stage, common: Common, executor: Executor | None = None) ->
     target = stage.target(common)
     check_overlap(target.locations(), inputs.locations)
     params = stage_params(stage, inputs, common)
+    check_input_columns(inputs, stage.required_columns)
     old = prepare_output(stage, target, params, common.overwrite)
     if old is not None:
         if "summary" not in old:
@@ -422,10 +466,18 @@ def run_stage(stage: Stage, common: Common, executor: Executor | None = None) ->
         "wall_seconds": round(time.monotonic() - started, 3),
         **result,
     }
-    record["fingerprint"] = sha256_json({"params": params, "outputs": target.outputs()})
+    outputs = target.outputs()
+    record["fingerprint"] = sha256_json({"params": params, "outputs": outputs})
+    record["output_files"] = [name for name, _ in outputs]
     record["summary"] = stage.summary(record)
     target.write_record(record)
     return record
+
+
+def run(stage: Stage, *, out: str | os.PathLike, inputs: Iterable[str | os.PathLike] = (), executor: Executor | None = None,
+        **options: Any) -> dict[str, Any]:  # fmt: skip
+    """Run a stage from Python (a notebook, a test) with the command's lifecycle; ``options`` are the shared options."""
+    return run_stage(stage, Common(inputs=[str(i) for i in inputs], out=str(out), **options), executor)
 
 
 # --------------------------------------------------------------------------- the context a stage works in

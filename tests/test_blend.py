@@ -173,7 +173,7 @@ def test_dataset_directory_source_is_tokenized(tmp_path, run, sources):
     w = ShardWriter(d / "part-00000.parquet", BASE_SCHEMA)
     w.write(pa.Table.from_pylist(rows, schema=BASE_SCHEMA))
     w.close()
-    body = {"total_tokens": 1_000_000, "sources": [{"name": "cc", "path": str(d), "only_sources": "cc/*", "epochs": 2}]}
+    body = {"total_tokens": 1_000_000, "sources": [{"name": "cc", "path": str(d), "sources": "cc/*", "epochs": 2}]}
     cfg = write_config(tmp_path / "b.yaml", body)
     run("blend", "--config", cfg, "--out", tmp_path / "o", "--workers", "1")
     src = IndexedDataset(tmp_path / "o" / "sources" / "cc")

@@ -16,9 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate.dataset import ShardWriter, read_success, resolve_inputs, run_map_stage
+from curate.dataset import ShardWriter, read_success, resolve_inputs
 from curate.errors import CurateError, ShardError
 from curate.executor import LocalExecutor
+from curate.runtime import run
 from curate.schema import BASE_SCHEMA
 from curate.stages.clean import CleanStage
 from tests.conftest import prose
@@ -67,7 +68,7 @@ def test_shard_writer_abort_leaves_nothing(tmp_path):
 
 def test_map_stage_stats_and_success(tmp_path):
     src = make_dataset(tmp_path / "in", shards=3, per_shard=50)
-    rec = run_map_stage(CleanStage(), [str(src)], tmp_path / "out", executor=LocalExecutor(1))
+    rec = run(CleanStage(), inputs=[str(src)], out=tmp_path / "out", executor=LocalExecutor(1))
     out = tmp_path / "out"
     assert sorted(p.name for p in out.glob("part-*.parquet")) == ["part-00000.parquet", "part-00001.parquet", "part-00002.parquet"]
     assert rec["docs_in"] == rec["docs_out"] == 150
@@ -90,7 +91,7 @@ def test_rejected_counters_equal_rejected_rows(tmp_path):
     texts[7] = "\x00\x01"
     t = t.set_column(1, "text", pa.array(texts, pa.large_string()))
     pq.write_table(t, src / "part-00000.parquet")
-    rec = run_map_stage(CleanStage(), [str(src)], tmp_path / "out", executor=LocalExecutor(1), keep_rejected=True)
+    rec = run(CleanStage(), inputs=[str(src)], out=tmp_path / "out", executor=LocalExecutor(1), keep_rejected=True)
     rej = pd.read_parquet(tmp_path / "out" / "_rejected")
     assert sorted(rej["id"]) == ["d3", "d7"]
     assert set(rej["reason"]) == {"empty"}
@@ -100,17 +101,17 @@ def test_rejected_counters_equal_rejected_rows(tmp_path):
 def test_resume_skips_done_shards_and_refuses_other_params(tmp_path):
     src = make_dataset(tmp_path / "in", shards=4, per_shard=20)
     out = tmp_path / "out"
-    run_map_stage(CleanStage(), [str(src)], out, executor=LocalExecutor(1))
+    run(CleanStage(), inputs=[str(src)], out=out, executor=LocalExecutor(1))
     before = digest_dir(out)
     (out / "part-00002.parquet").unlink()
     (out / "_SUCCESS").unlink()
     mtime = (out / "part-00000.parquet").stat().st_mtime_ns
-    run_map_stage(CleanStage(), [str(src)], out, executor=LocalExecutor(1))
+    run(CleanStage(), inputs=[str(src)], out=out, executor=LocalExecutor(1))
     assert digest_dir(out) == before
     assert (out / "part-00000.parquet").stat().st_mtime_ns == mtime  # not rewritten
     with pytest.raises(CurateError, match="other parameters"):
-        run_map_stage(CleanStage(max_blank_lines=5), [str(src)], out, executor=LocalExecutor(1))
-    run_map_stage(CleanStage(max_blank_lines=5), [str(src)], out, executor=LocalExecutor(1), overwrite=True)
+        run(CleanStage(max_blank_lines=5), inputs=[str(src)], out=out, executor=LocalExecutor(1))
+    run(CleanStage(max_blank_lines=5), inputs=[str(src)], out=out, executor=LocalExecutor(1), overwrite=True)
     assert read_success(out)["params"]["max_blank_lines"] == 5
 
 
@@ -119,8 +120,8 @@ def test_overwrite_refuses_a_foreign_directory(tmp_path):
     foreign = tmp_path / "home"
     foreign.mkdir()
     (foreign / "thesis.tex").write_text("precious")
-    with pytest.raises(CurateError, match="not a curate dataset directory"):
-        run_map_stage(CleanStage(), [str(src)], foreign, executor=LocalExecutor(1), overwrite=True)
+    with pytest.raises(CurateError, match="was not written by curate"):
+        run(CleanStage(), inputs=[str(src)], out=foreign, executor=LocalExecutor(1), overwrite=True)
     assert (foreign / "thesis.tex").read_text() == "precious"
 
 
@@ -136,30 +137,45 @@ def test_resolve_inputs_errors(tmp_path):
         resolve_inputs([unfinished])
 
 
-def test_one_failing_shard_keeps_the_others_and_rerun_completes(tmp_path):
-    src = make_dataset(tmp_path / "in", shards=4, per_shard=30)
+def test_one_failing_shard_keeps_the_others_and_rerun_completes(tmp_path, caplog):
+    """A shard of a curate dataset that turns bad fails alone: one line naming it, the others finish, a re-run completes."""
+    made = run(CleanStage(), inputs=[str(make_dataset(tmp_path / "raw", shards=4, per_shard=30))], out=tmp_path / "in",
+               executor=LocalExecutor(1))  # fmt: skip
+    assert made["shards"] == 4
+    src = tmp_path / "in"
     good = (src / "part-00002.parquet").read_bytes()
     (src / "part-00002.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
     out = tmp_path / "out"
     with pytest.raises(ShardError) as err:
-        run_map_stage(CleanStage(), [str(src)], out, executor=LocalExecutor(2))
-    msg = str(err.value)
-    assert "1 of 4 shard(s) failed" in msg and "part-00002" in msg
+        run(CleanStage(), inputs=[str(src)], out=out, executor=LocalExecutor(2))
+    assert "1 of 4 shard(s) failed" in str(err.value) and [name for name, _ in err.value.failures] == ["part-00002"]
+    failed = [r.getMessage() for r in caplog.records if "failed" in r.getMessage()]
+    assert len(failed) == 1 and "part-00002" in failed[0] and "not a readable Parquet file" in failed[0]  # printed once
     assert sorted(p.name for p in out.glob("part-*.parquet")) == ["part-00000.parquet", "part-00001.parquet", "part-00003.parquet"]
     assert not (out / "_SUCCESS").exists()
     assert not list(out.rglob(".*tmp*"))
     (src / "part-00002.parquet").write_bytes(good)
-    rec = run_map_stage(CleanStage(), [str(src)], out, executor=LocalExecutor(2))
+    rec = run(CleanStage(), inputs=[str(src)], out=out, executor=LocalExecutor(2))
     assert rec["docs_out"] == 120 and rec["shards"] == 4
     assert pd.read_parquet(out)["id"].is_unique
+
+
+def test_a_corrupt_foreign_file_stops_before_any_work(tmp_path):
+    """Parquet files curate did not write are checked (ids) before the stage starts: nothing is written."""
+    src = make_dataset(tmp_path / "in", shards=2, per_shard=5)
+    (src / "part-00001.parquet").write_bytes(b"PAR1 this is not parquet PAR1")
+    with pytest.raises(CurateError, match="part-00001.parquet: not a readable Parquet file"):
+        run(CleanStage(), inputs=[str(src)], out=tmp_path / "out", executor=LocalExecutor(1))
+    assert not list((tmp_path / "out").glob("part-*"))
 
 
 def test_missing_column_names_file_and_column(tmp_path):
     src = tmp_path / "in"
     src.mkdir()
     pq.write_table(pa.table({"id": ["a"], "source": ["x"]}), src / "part-00000.parquet")
-    with pytest.raises(ShardError, match="missing column\\(s\\) text"):
-        run_map_stage(CleanStage(), [str(src)], tmp_path / "out", executor=LocalExecutor(1))
+    with pytest.raises(CurateError, match="part-00000.parquet: missing column\\(s\\) text"):
+        run(CleanStage(), inputs=[str(src)], out=tmp_path / "out", executor=LocalExecutor(1))
+    assert not (tmp_path / "out").exists()  # checked before anything is written
 
 
 def _kill_when(proc: subprocess.Popen, path: Path, pattern: str, min_files: int, timeout: float = 120) -> int:

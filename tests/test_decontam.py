@@ -21,8 +21,9 @@ from curate.decontam import reference
 from curate.decontam.cut import cut_spans, find_matches
 from curate.decontam.index import build_index
 from curate.decontam.ngrams import batch_words, ngram_keys
-from curate.decontam.run import run_decontam
+from curate.decontam.run import Decontam
 from curate.executor import LocalExecutor
+from curate.runtime import run as run_py
 
 from .conftest import SAMPLE, prose
 
@@ -321,16 +322,8 @@ def test_properties_against_reference(data, freq_limit: int, cut: int, min_piece
         t = Path(tmp)
         src = write_docs(t / "in", docs)
         ev = write_eval(t / "ev.jsonl", evals)
-        run_decontam(
-            [str(src)],
-            t / "out",
-            evals=[str(ev)],
-            cut_chars=cut,
-            min_piece_chars=min_piece,
-            max_pieces=max_pieces,
-            freq_limit=freq_limit,
-            executor=LocalExecutor(1),
-        )
+        stage = Decontam(evals=[str(ev)], cut_chars=cut, min_piece_chars=min_piece, max_pieces=max_pieces, freq_limit=freq_limit)
+        run_py(stage, inputs=[str(src)], out=t / "out", executor=LocalExecutor(1))
         out = read_table(t / "out").to_pylist()
     ids = [r["id"] for r in out]
     assert len(ids) == len(set(ids))

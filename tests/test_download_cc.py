@@ -70,6 +70,12 @@ def test_first_n_byte_identical(run, tree, server, tmp_path):
     assert (out / f"crawl-data/{SNAP}/warc.paths.gz").read_bytes() == (root / f"crawl-data/{SNAP}/warc.paths.gz").read_bytes()
     server.log.clear()
     res = run("download", "cc", "--snapshot", SNAP, "--segments", 3, "--base-url", server.url, "--out", out, *FAST)
+    assert "is complete and its inputs are unchanged; nothing to do" in res.stderr
+    assert server.log == []
+    # the record gone (an older download, or files from another tool): the files on disk are adopted, none fetched again
+    (out / "_download" / f"{SNAP}.json").unlink()
+    (out / "_download" / f"{SNAP}.params").unlink()
+    res = run("download", "cc", "--snapshot", SNAP, "--segments", 3, "--base-url", server.url, "--out", out, *FAST)
     assert "(0 downloaded, 3 already there)" in res.stdout
     assert server.log == []
 

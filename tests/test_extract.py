@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import io
+import uuid
 import json
 import re
 import threading
@@ -35,7 +36,7 @@ def make_warc(path: Path, pages: list[dict]) -> Path:
     buf = io.BytesIO()
     w = WARCWriter(buf, gzip=True)
     for i, p in enumerate(pages):
-        rid = f"<urn:uuid:00000000-0000-4000-8000-{i:012d}>"
+        rid = f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{path.name}/{i}')}>"  # unique across files, as the WARC spec asks
         req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.org")], is_http_request=True)
         w.write_record(w.create_warc_record(p["url"], "request", http_headers=req, warc_headers_dict={"WARC-Date": "2021-01-15T10:00:00Z"}))
         headers = [("Content-Type", p["ctype"])] if p.get("ctype") else []
@@ -138,12 +139,18 @@ def test_same_output_for_one_or_two_workers_and_resume(run, tmp_path):
 
 def test_bad_inputs_are_counted_and_the_rest_is_read(run, tmp_path, caplog):
     d = tmp_path / "in"
-    good = make_warc(d / "good.warc.gz", pages(6))
-    data = good.read_bytes()
-    spans = members(data)  # request/response pairs: response k is member 2k+1
+    make_warc(d / "good.warc.gz", pages(6))
+
+    def damaged(name: str) -> tuple[bytes, list[tuple[int, int]]]:  # the same pages, record ids of its own
+        data = make_warc(tmp_path / "src" / name, pages(6)).read_bytes()
+        return data, members(data)  # request/response pairs: response k is member 2k+1
+
+    data, spans = damaged("truncated.warc.gz")
     (d / "truncated.warc.gz").write_bytes(data[: spans[9][0] + (spans[9][1] - spans[9][0]) // 2])  # cut inside response 4
+    data, spans = damaged("corrupt.warc.gz")
     s, e = spans[5]
     (d / "corrupt.warc.gz").write_bytes(data[: s + 40] + bytes(60) + data[s + 100 :])  # response 2's deflate data
+    data, spans = damaged("lying.warc.gz")
     raw = [gzip.decompress(data[a:b]) for a, b in spans]
     cl = re.search(rb"Content-Length: (\d+)", raw[3])
     lie = raw[3].replace(cl.group(0), b"Content-Length: %d" % (int(cl.group(1)) - 100), 1)  # response 1 lies

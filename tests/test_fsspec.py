@@ -76,9 +76,9 @@ def fresh_filesystems() -> None:
     """Forget S3 filesystems made for another endpoint (fsspec caches instances by their arguments)."""
     import s3fs
 
-    from curate import dataset
+    from curate import storage
 
-    dataset._FILESYSTEMS.clear()
+    storage._FILESYSTEMS.clear()
     s3fs.S3FileSystem.clear_instance_cache()
 
 
@@ -108,7 +108,8 @@ def fetch(fs, url: str, dest: Path) -> Path:
 
 
 def test_paths_and_helpers(s3, tmp_path):
-    from curate.dataset import RemotePath, as_path, is_local, resolve_inputs
+    from curate.dataset import resolve_inputs
+    from curate.storage import RemotePath, as_path, is_local
 
     p = as_path(f"s3://{BUCKET}/a//b/")
     assert isinstance(p, RemotePath) and str(p) == f"s3://{BUCKET}/a/b" and p.name == "b" and str(p.parent) == f"s3://{BUCKET}/a"
@@ -256,7 +257,7 @@ def test_s3_errors_are_one_line(s3, run, tmp_path):
 
 def test_remote_decontam_index_is_read_once_per_process(s3):
     """With a remote OUT a worker process reads the index into memory once (keyed by URL and index.json)."""
-    from curate.dataset import as_path
+    from curate.storage import as_path
     from curate.decontam.index import Index, build_index
 
     url = as_path(f"s3://{BUCKET}/idx/index")

@@ -190,7 +190,7 @@ def check_warc(data: bytes, gz: bool = True) -> None:
         path.parent.mkdir()
         path.write_bytes(data)
         try:
-            batches = list(stage(path))
+            batches = list(stage.read(path))
         except CurateError as exc:
             _one_line(exc)
             return
@@ -470,7 +470,9 @@ def test_megatron_writer_round_trips(docs, chunks, known):
 def test_tokenize_stage_round_trips(rows):
     from curate.executor import LocalExecutor
     from curate.megatron import IndexedDataset
-    from curate.stages.tokenize import load_tokenizer, tokenize
+    from curate.runtime import run as run_py
+    from curate.stages.tokenize import TokenizeStage
+    from curate.tokenizer import load_tokenizer
 
     assume(any(t for t, _ in rows))
     tok = load_tokenizer("gpt2")
@@ -482,7 +484,7 @@ def test_tokenize_stage_round_trips(rows):
         import pyarrow.parquet as pq
 
         pq.write_table(table, src / "part-00000.parquet", row_group_size=3)
-        rec = tokenize([str(src)], Path(d) / "tok", executor=LocalExecutor(1))
+        rec = run_py(TokenizeStage(), inputs=[str(src)], out=Path(d) / "tok", executor=LocalExecutor(1))
         ds = IndexedDataset(Path(d) / "tok")
         want = [t for t, _ in rows if t]
         assert ds.num_documents == rec["documents"] == len(want)
@@ -563,7 +565,7 @@ def test_source_slug_is_a_safe_file_name(source):
 
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=20)), min_size=1, max_size=8))
 def test_repair_utf8(values):
-    from curate.stages.textcol import repair_utf8
+    from curate.dataset import repair_utf8
 
     table = pa.table({"s": pa.array(values, pa.binary()).view(pa.string()), "n": list(range(len(values)))})
     fixed, counts = repair_utf8(table)

@@ -57,9 +57,9 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
     d = tmp_path_factory.mktemp("quality")
     cli_run("download", "pile", "--dataset", SAMPLE / "pile", "--shard-docs", "300", "--out", d / "pile")
     cli_run("extract", "--in", SAMPLE / "cc", "--out", d / "cc", "--workers", "1")
-    model = d / "model" / "q.bin"
+    model = d / "model" / "model.bin"
     result = cli_run("quality", "train", "--pos", d / "pile", "--pos-sources", POS_SOURCES, "--neg", d / "cc", "--neg-sources", "cc/*",
-                     "--model", model, "--valid-fraction", "0.25", "--keep-data", *FAST)  # fmt: skip
+                     "--out", d / "model", "--valid-fraction", "0.25", "--keep-data", *FAST)  # fmt: skip
     return {"dir": d, "pile": d / "pile", "cc": d / "cc", "model": model, "train_stdout": result.stdout}
 
 
@@ -69,7 +69,8 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
 def test_train_separates_held_out_positives_from_negatives(corpus):
     out = corpus["train_stdout"]
     assert "ROC AUC" in out and "precision" in out and "recall" in out and "F1" in out
-    metrics = json.loads((corpus["model"].parent / "q.bin.metrics.json").read_text())
+    metrics = json.loads(Path(f"{corpus['model']}.metrics.json").read_text())
+    assert json.loads((corpus["model"].parent / "_SUCCESS").read_text())["valid"] == metrics["valid"]
     v = metrics["valid"]
     assert v["positives"] >= 40 and v["negatives"] >= 40
     assert v["roc_auc"] >= 0.9, v  # chance is 0.5; measured 0.95-1.0 on this sample
@@ -105,12 +106,12 @@ def test_train_separates_held_out_positives_from_negatives(corpus):
 def test_single_thread_training_is_bit_reproducible(corpus, tmp_path):
     args = ["quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"],
             "--max-docs-per-class", "120", *FAST]  # fmt: skip
-    cli_run(*args, "--model", tmp_path / "a.bin")
-    cli_run(*args, "--model", tmp_path / "b.bin")
-    assert (tmp_path / "a.bin").read_bytes() == (tmp_path / "b.bin").read_bytes()
-    a = json.loads((tmp_path / "a.bin.metrics.json").read_text())
+    cli_run(*args, "--out", tmp_path / "a")
+    cli_run(*args, "--out", tmp_path / "b")
+    assert (tmp_path / "a" / "model.bin").read_bytes() == (tmp_path / "b" / "model.bin").read_bytes()
+    a = json.loads((tmp_path / "a" / "model.bin.metrics.json").read_text())
     assert a["data"]["per_class"] == 120 and a["reproducible"] is True
-    assert not list(tmp_path.glob(".*"))  # the temporary data directory is gone
+    assert not list((tmp_path / "a").glob(".*"))  # the temporary data directory is gone
 
 
 def test_training_sample_does_not_depend_on_sharding(corpus, tmp_path):
@@ -150,14 +151,14 @@ def test_training_sample_does_not_depend_on_sharding(corpus, tmp_path):
 
 def test_empty_class_and_bad_options_are_one_line_errors(corpus, tmp_path):
     r = cli_run("quality", "train", "--pos", corpus["pile"], "--pos-sources", "pile/NoSuchSubset", "--neg", corpus["cc"],
-                "--model", tmp_path / "m.bin", ok=False)  # fmt: skip
+                "--out", tmp_path / "m", ok=False)  # fmt: skip
     assert r.exit_code == 1
     assert r.stderr.strip() == f"curate: error: no positive training documents in {corpus['pile']} (sources pile/NoSuchSubset)"
-    r = cli_run("quality", "train", "--pos", corpus["pile"], "--neg", tmp_path / "missing", "--model", tmp_path / "m.bin", ok=False)
+    r = cli_run("quality", "train", "--pos", corpus["pile"], "--neg", tmp_path / "missing", "--out", tmp_path / "m", ok=False)
     assert r.exit_code == 1 and "missing: no such file or directory" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = cli_run("quality", "train", "--pos", corpus["pile"], "--neg", corpus["cc"], "--model", tmp_path, ok=False)
-    assert r.exit_code == 1 and "is a directory" in r.stderr
-    assert not (tmp_path / "m.bin").exists()
+    r = cli_run("quality", "train", "--pos", corpus["pile"], "--neg", corpus["cc"], "--out", tmp_path, ok=False)
+    assert r.exit_code == 1 and "was not written by curate" in r.stderr  # a directory of the user's: never written into
+    assert not (tmp_path / "m" / "model.bin").exists()
 
 
 # --------------------------------------------------------------------------- scoring
@@ -280,7 +281,7 @@ def test_foreign_model_with_its_own_labels(corpus, tmp_path):
     english = df["id"].map(lang) == "en"
     assert english.sum() > 50 and (~english).sum() > 50
     assert df.loc[english, "quality_score"].median() > 0.9 > 0.1 > df.loc[~english, "quality_score"].median()
-    assert "quality:" in r.stdout
+    assert r.stdout.startswith("quality score: 282 -> 282 docs")
 
 
 def test_model_errors_are_one_line(corpus, tmp_path):
@@ -301,8 +302,9 @@ def test_model_errors_are_one_line(corpus, tmp_path):
         (truncated, "truncated fastText model"),
         (short, "truncated fastText model"),
         (tmp_path / "nope.bin", "no such model file"),
-        (tmp_path, "is a directory"),
+        (tmp_path / "empty_dir", "is a directory"),
     ]
+    (tmp_path / "empty_dir").mkdir()
     for path, msg in cases:
         r = cli_run(*inp, "--out", tmp_path / "o2", "--model", path, ok=False)
         assert r.exit_code == 1, path

@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import ClassVar
 
 import pyarrow as pa
 import pytest
 
-from curate.dataset import MapResult, run_map_stage
 from curate.errors import ShardError
+from curate.runtime import MapResult, MapStage
+from curate.runtime import run as run_py
 from tests.conftest import SAMPLE
 from tests.test_dataset import digest_dir, make_dataset
 
@@ -33,15 +35,12 @@ def ray_session():
 
 
 @dataclass
-class FlakyStage:
+class FlakyStage(MapStage):
     """Fails the first time it sees a shard (a marker file remembers), then passes documents through."""
 
-    marker_dir: str
+    name: ClassVar[str] = "flaky"
+    marker_dir: str = ""
     always: bool = False
-    name: str = "flaky"
-
-    def params(self) -> dict:
-        return {}
 
     def __call__(self, table: pa.Table) -> MapResult:
         first_id = table.column("id")[0].as_py() if table.num_rows else "empty"
@@ -57,7 +56,7 @@ def test_task_that_fails_once_is_retried(ray_session, tmp_path):
 
     src = make_dataset(tmp_path / "in", shards=3, per_shard=10)
     (tmp_path / "markers").mkdir()
-    rec = run_map_stage(FlakyStage(str(tmp_path / "markers")), [str(src)], tmp_path / "out", executor=RayExecutor(max_retries=2))
+    rec = run_py(FlakyStage(str(tmp_path / "markers")), inputs=[str(src)], out=tmp_path / "out", executor=RayExecutor(max_retries=2))
     assert rec["docs_out"] == 30 and rec["shards"] == 3
     assert len(list((tmp_path / "markers").iterdir())) == 3  # each shard failed once, then succeeded
 
@@ -68,9 +67,10 @@ def test_task_that_always_fails_names_the_shard(ray_session, tmp_path):
     src = make_dataset(tmp_path / "in", shards=2, per_shard=5)
     (tmp_path / "markers").mkdir()
     with pytest.raises(ShardError) as err:
-        run_map_stage(FlakyStage(str(tmp_path / "markers"), always=True), [str(src)], tmp_path / "out", executor=RayExecutor(max_retries=1))
-    msg = str(err.value)
-    assert "2 of 2 shard(s) failed" in msg and "part-00000" in msg and "injected failure" in msg
+        run_py(FlakyStage(str(tmp_path / "markers"), always=True), inputs=[str(src)], out=tmp_path / "out", executor=RayExecutor(max_retries=1))
+    assert "2 of 2 shard(s) failed" in str(err.value)
+    assert [name for name, _ in err.value.failures] == ["part-00000", "part-00001"]
+    assert all("injected failure" in msg for _, msg in err.value.failures)
     assert not (tmp_path / "out" / "_SUCCESS").exists()
 
 

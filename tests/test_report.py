@@ -68,9 +68,9 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
     _invoke("--quiet", "filter", "--in", out / "langid", "--out", out / "filter", "--only-sources", "pile/OpenWebText2", "--workers", 1,
             "--keep-rejected")  # fmt: skip
     _invoke("--quiet", "extract", "--in", WARC, "--out", out / "cc_extract", "--workers", 1, "--keep-rejected")
-    model = out / "quality_model" / "model.bin"
+    model = out / "quality_model"
     _invoke("--quiet", "quality", "train", "--pos", out / "clean", "--pos-sources", "pile/Wikipedia,pile/OpenWebText2,pile/BookCorpus2",
-            "--neg", out / "cc_extract", "--model", model, "--epoch", 5, "--dim", 16, "--bucket", 20000, "--threads", 1)  # fmt: skip
+            "--neg", out / "cc_extract", "--out", model, "--epoch", 5, "--dim", 16, "--bucket", 20000, "--threads", 1)  # fmt: skip
     _invoke("--quiet", "quality", "score", "--in", out / "cc_extract", "--out", out / "quality", "--model", model,
             "--mode", "threshold", "--threshold", 0.5, "--workers", 1, "--keep-rejected")  # fmt: skip
     _invoke("--quiet", "dedup", "exact", "--in", out / "filter", "--in", out / "quality", "--out", out / "dedup",
@@ -155,7 +155,7 @@ def _walk(obj: object, keys: list) -> object:
 def test_cli_prints_the_summary_and_path(pipeline: dict) -> None:
     assert pipeline["page"].stat().st_size > 50_000
     lines = pipeline["stdout"].splitlines()
-    assert lines[0].startswith("report: 10 stages (pile, cc_extract, clean, ")
+    assert lines[0].startswith("report: 11 stages (pile, cc_extract, clean, ")
     assert f"output: {pipeline['page']}" in pipeline["stdout"]
 
 

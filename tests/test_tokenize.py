@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 import curate.stages.tokenize as tk
+import curate.tokenizer as tok_mod
 from curate.dataset import ShardWriter
 from curate.megatron import IndexedDataset
 from curate.schema import BASE_SCHEMA
@@ -54,7 +55,7 @@ def make_dataset(
 
 @pytest.fixture(scope="module")
 def gpt2():
-    return tk.load_tokenizer("gpt2")
+    return tok_mod.load_tokenizer("gpt2")
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,7 @@ def hf_gpt2(tmp_path_factory) -> Path:
     """GPT-2 as a Hugging Face tokenizer.json, built offline from the shipped BPE files."""
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    tok = Tokenizer(models.BPE.from_file(str(tk.RESOURCES / "encoder.json"), str(tk.RESOURCES / "vocab.bpe")))
+    tok = Tokenizer(models.BPE.from_file(str(tok_mod.RESOURCES / "encoder.json"), str(tok_mod.RESOURCES / "vocab.bpe")))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     tok.decoder = decoders.ByteLevel()
     tok.add_special_tokens([AddedToken("<|endoftext|>", special=True)])
@@ -131,7 +132,7 @@ def test_resume_reuses_finished_pieces(tmp_path, run, monkeypatch):
     Path(f"{out}.stats.json").unlink()
     work = Path(f"{out}.work")
     work.mkdir()
-    (work / "_params.json").write_text(json.dumps(params))
+    (work / "_params.json").write_text(json.dumps({"_stage": "tokenize", **params}))
     pieces = tk.plan_pieces(sorted((tmp_path / "in").glob("*.parquet")))
     for p in pieces[:2]:
         rec = tk.tokenize_piece(tk.PieceJob(p, str(work), "gpt2", None, True, False, None, "uint16"))
@@ -162,9 +163,9 @@ def test_per_source(tmp_path, run, gpt2):
         assert st["source"] == source and st["documents"] == len(want) and st["tokens"] == ds.num_tokens
 
 
-def test_only_sources(tmp_path, run):
+def test_sources_selects_and_counts_the_others(tmp_path, run):
     rows = make_dataset(tmp_path / "in", shards=1, per_shard=30)
-    run("tokenize", "--in", tmp_path / "in", "--out", tmp_path / "t", "--only-sources", "pile/*", "--workers", "1")
+    run("tokenize", "--in", tmp_path / "in", "--out", tmp_path / "t", "--sources", "pile/*", "--workers", "1")
     stats = json.loads((tmp_path / "t.stats.json").read_text())
     assert set(stats["per_source"]) == {"pile/Wikipedia", "pile/ArXiv"}
     assert stats["skipped"]["other_source"] == sum(1 for d in rows if d["source"].startswith("cc/"))
@@ -182,8 +183,8 @@ def test_hf_tokenizer_json_gives_the_same_tokens(tmp_path, run, hf_gpt2):
 def test_gpt2_fast_ranks_equal_tiktokens_loader():
     from tiktoken.load import data_gym_to_mergeable_bpe_ranks
 
-    fast = tk.gpt2_mergeable_ranks(tk.RESOURCES / "encoder.json", tk.RESOURCES / "vocab.bpe")
-    assert fast == data_gym_to_mergeable_bpe_ranks(str(tk.RESOURCES / "vocab.bpe"), str(tk.RESOURCES / "encoder.json"))
+    fast = tok_mod.gpt2_mergeable_ranks(tok_mod.RESOURCES / "encoder.json", tok_mod.RESOURCES / "vocab.bpe")
+    assert fast == data_gym_to_mergeable_bpe_ranks(str(tok_mod.RESOURCES / "vocab.bpe"), str(tok_mod.RESOURCES / "encoder.json"))
 
 
 def big_vocab_file(path: Path) -> Path:
@@ -203,7 +204,7 @@ def test_vocabulary_over_65535_gives_int32(tmp_path, run):
     idx = Path(f"{tmp_path / 't'}.idx").read_bytes()
     assert idx[17] == 4  # int32
     ds = IndexedDataset(tmp_path / "t")
-    tok = tk.load_tokenizer(str(vocab))
+    tok = tok_mod.load_tokenizer(str(vocab))
     assert tok.vocab_size > 65_535 and tok.eod == tok.vocab_size - 1
     assert int(np.asarray(ds.tokens).max()) > 65_535  # ids that uint16 would have wrapped
     kept = [d["text"] for d in rows if d["text"]]
@@ -218,7 +219,7 @@ def test_rerun_is_a_no_op_and_other_parameters_need_overwrite(tmp_path, run):
     r = run(*args)
     assert "nothing to do" in r.stderr
     r = run(*args, "--no-append-eod", ok=False)
-    assert r.exit_code == 1 and "changed: append_eod" in r.stderr and "--overwrite" in r.stderr
+    assert r.exit_code == 1 and "other parameters (append_eod true -> false)" in r.stderr and "--overwrite" in r.stderr
     run(*args, "--no-append-eod", "--overwrite")
     after = read_bytes(tmp_path / "t")
     assert len(after[0]) == len(before[0]) - 2 * 19  # one uint16 EOD less for each of 19 documents

@@ -567,6 +567,7 @@ class BlendStage(Stage):
         "overwrite": "Delete what an earlier run wrote to OUT (sources it tokenized included) and start again.",
     }
     checks_ids: ClassVar[bool] = False
+    required_columns: ClassVar[tuple[str, ...]] = ()
     config: str = param(help="Sources with a weight or epochs, and total_tokens.", metavar="BLEND.yaml", required=True, record=False)
     mode: str = param("corpus", "corpus: write a sampled, shuffled, tokenized blend; megatron-args: write Megatron's --data-path "
                       "for train-time blending.", choices=("corpus", "megatron-args"))  # fmt: skip

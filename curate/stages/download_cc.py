@@ -39,7 +39,7 @@ import requests
 from curate.dataset import Inputs, Target, read_json, sha256_json
 from curate.errors import CurateError
 from curate.runtime import Common, Context, Stage, param
-from curate.storage import as_path, is_local, rmtree, write_json_atomic
+from curate.storage import as_path, is_local, write_json_atomic
 
 log = logging.getLogger("curate")
 
@@ -557,10 +557,12 @@ def manifest(out: str | os.PathLike, snapshot: str) -> dict[str, Any]:
 
 
 class SnapshotTarget(Target):
-    """One snapshot's files in a download directory: OUT/crawl-data/SNAPSHOT/ and OUT/_download/SNAPSHOT.json.
+    """One snapshot's files in a download directory: OUT/crawl-data/SNAPSHOT/... and OUT/_download/SNAPSHOT.json.
 
     Several snapshots share OUT; each has its own parameters (``_download/SNAPSHOT.params``)
-    and record, and ``--overwrite`` deletes only that snapshot's files.
+    and record. WARC files already in OUT under their listed names (a mirror made by
+    another tool) are adopted, not refused: complete ones are skipped, ``.part`` files
+    resumed. ``--overwrite`` deletes only this snapshot's listed files and listing.
     """
 
     def __init__(self, out: str, snapshot: str) -> None:
@@ -568,18 +570,15 @@ class SnapshotTarget(Target):
         self.snapshot = snapshot
         self.record_file = self.path / MANIFEST_DIR / f"{snapshot}.json"
         self.params_file = self.path / MANIFEST_DIR / f"{snapshot}.params"
-        self.files_dir = self.path / "crawl-data" / snapshot
-
-    def locations(self) -> list[Any]:
-        return [self.path]
+        self.listing = dest_path(Path(self.path), f"crawl-data/{snapshot}/warc.paths.gz")
 
     def exists(self) -> bool:
         if self.path.exists() and not self.path.is_dir():
             raise CurateError(f"{self.path}: exists and is not a directory")
-        return self.params_file.exists() or self.record_file.exists() or self.files_dir.exists()
+        return self.params_file.exists() or self.record_file.exists()
 
     def owned(self) -> bool:
-        return self.params_file.exists()
+        return True  # only curate's own files (_download/) make a snapshot "exist"
 
     def read_params(self) -> dict[str, Any] | None:
         return read_json(self.params_file)
@@ -599,9 +598,25 @@ class SnapshotTarget(Target):
     def create(self) -> None:
         (self.path / MANIFEST_DIR).mkdir(parents=True, exist_ok=True)
 
+    def _selected(self) -> list[str]:
+        rec = read_json(self.record_file)
+        if rec is not None:
+            return [f["path"] for f in rec.get("files") or []]
+        params = read_json(self.params_file) or {}
+        if not self.listing.exists() or "segments" not in params:
+            return []
+        try:
+            paths = parse_listing(self.listing.read_bytes(), str(self.listing))
+        except CurateError:
+            return []
+        return select_paths(paths, int(params["segments"]), params.get("seed"))
+
     def clear(self) -> None:
-        if self.files_dir.exists():
-            rmtree(self.files_dir)
+        for rel in self._selected():
+            dest = dest_path(Path(self.path), rel)
+            dest.unlink(missing_ok=True)
+            part_path(dest).unlink(missing_ok=True)
+        self.listing.unlink(missing_ok=True)
         self.record_file.unlink(missing_ok=True)
         self.params_file.unlink(missing_ok=True)
 
@@ -612,8 +627,12 @@ class SnapshotTarget(Target):
             pass
 
     def outputs(self) -> list[list[Any]]:
-        rec = read_json(self.record_file) or {}
-        return [[f.get("path"), f.get("bytes")] for f in rec.get("files") or []]
+        out = []
+        for rel in self._selected():
+            f = dest_path(Path(self.path), rel)
+            if f.exists():
+                out.append([rel, f.stat().st_size])
+        return out
 
 
 @dataclass
@@ -638,6 +657,7 @@ class DownloadCC(Stage):
 
     name: ClassVar[str] = "download_cc"
     kind: ClassVar[str] = "source"
+    required_columns: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[str, ...]] = ("out", "workers", "overwrite")
     option_help: ClassVar[dict[str, str]] = {
         "out": "Files go to DIR/<path as listed> (DIR mirrors the host's layout); a local directory (no s3:// here).",

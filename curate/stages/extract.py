@@ -601,6 +601,7 @@ class ExtractStage(Stage):
 
     name: ClassVar[str] = "extract"
     kind: ClassVar[str] = "source"
+    required_columns: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[str, ...]] = ("inputs", "out", "workers", "overwrite", "keep_rejected", "executor", "ray_address")
     option_help: ClassVar[dict[str, str]] = {
         "inputs": "Directory (searched recursively), .warc.gz file or glob (repeatable).",

@@ -1,4 +1,4 @@
-"""The three HTML-to-text extractors, and the helper-process loop that runs one of them.
+"""The HTML-to-text extractors, and the helper-process loop that runs one of them.
 
 Kept apart from ``extract.py`` (no pyarrow, no curate.dataset) so that the helper process
 ``python -m curate.stages.extractors --serve NAME`` starts quickly.
@@ -14,7 +14,7 @@ import sys
 
 from curate.errors import CurateError
 
-EXTRACTORS = ("resiliparse", "trafilatura", "justext")
+EXTRACTORS = ("resiliparse", "trafilatura", "justext", "fast")
 #: Characters lxml refuses ("All strings must be XML compatible"): C0 controls, surrogates, U+FFFE/U+FFFF.
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 
@@ -50,6 +50,277 @@ def extract_justext(html: str) -> str:
     return "\n\n".join(p.text for p in paragraphs if not p.is_boilerplate)
 
 
+# --------------------------------------------------------------------------- "fast": resiliparse + a boilerplate pass
+
+#: Whole lines that are page furniture, never article text: matched case-insensitively against
+#: the whole line (its end punctuation trimmed). Each is a short fixed phrase, so a sentence of
+#: article text cannot match.
+_FURNITURE = re.compile(
+    r"(?:advertisements?|advertising|ads?|sponsored(?: content| links?| stories)?|paid (?:content|post)|promoted(?: content| stories)?"
+    r"|(?:story )?continues? below(?: this)? (?:ad|advertisement)|continue reading(?: the)?(?: main)? story"
+    r"|(?:advertisement\W+)?scroll to continue(?: with content| reading)?"
+    r"|skip to (?:main )?(?:content|navigation)|jump to (?:content|navigation|recipe)|back to top|go to top|top of page"
+    r"|menu|main menu|search|search for|toggle navigation|close|more|home|subscribe|sign in|sign up|log ?in|log ?out|register"
+    r"|reply|like|follow|load more(?: comments)?|show more(?: comments)?|view (?:all )?comments|next|previous|print|email|e-mail"
+    r"|(?:\d+|no|one) (?:comments?|responses?|replies)(?: to .{1,200})?|comments?(?: \(\d+\))?|responses?(?: \(\d+\))?"
+    r"|leave a (?:reply|comment)|post a comment|add (?:a |new )?comment|write a comment|join the (?:discussion|conversation)"
+    r"|reader comments|add your comment|what are your thoughts|cancel reply|your email address will not be published.{0,80}"
+    r"|subscribe to: post comments \(atom\)|newer post|older post|newer post older post home|post comments \(atom\)"
+    r"|(?:read|click) more|read (?:the )?(?:full|whole|original) (?:story|article|report)|continue reading|click here .{1,80}"
+    r"|(?:photo(?:graph)?|image|picture|illustration|video|credit|photo credit|foto)s?(?: by)? ?: .{1,100}|getty images|ap photo.{0,80}"
+    r"|(?:image|photo|slide) \d+ (?:of|/) \d+|\d+ (?:of|/) \d+ (?:photos|images)|listen to (?:this|the) (?:article|story)|listen|loading\W*"
+    r"|\d+ (?:seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?|months?) ago|follow us on .{1,60}|please enable javascript.{0,80}"
+    r"|subscribe (?:now )?to (?:continue|keep) reading.{0,80}|this (?:article|story|content) is (?:for|only available to) (?:subscribers|members).{0,80}"
+    r"|printer-friendly version.{0,40}|e-mail this (?:story|article)|(?:was )?this (?:page|article) (?:was )?helpful|edit (?:this|on) (?:page|github)"
+    r"|\d+ min(?:ute)?s? read|\d+(?:\.\d+)?[km]? (?:followers|claps|likes|shares|views)"
+    r"|.{0,80}all rights reserved.{0,80}|(?:copyright )?© ?.{0,100}|copyright \d{4}.{0,80}|(?:proudly )?powered by \w+.{0,60}"
+    r"|(?:tags?|labels?|categories|category|topics?|filed under|posted in|tagged(?: with)?) ?: ?.{1,150}|(?:filed under|posted in|tagged(?: with)?) \S.{0,60}"
+    r")",
+    re.I,
+)
+#: A byline: "By Jane Doe", "Posted by Jane Doe at 10:32 AM", "Written by J. Doe | June 5".
+_BYLINE = re.compile(
+    r"(?:(?i:by|written by|posted by|words by|story by|reporting by|submitted by|posted on|published(?: on)?|updated(?: on)?|last updated(?: on)?)\s+)+"
+    r"(?:[A-Z0-9][\w.,:'’-]*)(?:\s+(?:[A-Z0-9][\w.,:'’-]*|(?i:and|at|on|in|de|van|von|der|[ap]m|min|mins|minutes?|read|ago|hours?)|[|·•,-]))*\.?"
+)
+_MONTH = r"(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\.?"
+#: A date alone on a line (``June 5, 2019``, ``5 June 2019``, ``2019-06-05``), with a time or a day name.
+_DATE_LINE = re.compile(
+    rf"(?:(?:mon|tue|wed|thu|fri|sat|sun)[a-z]*,? )?(?:{_MONTH} \d{{1,2}},? \d{{4}}|\d{{1,2}} {_MONTH},? \d{{4}}|\d{{4}}-\d{{2}}-\d{{2}}|\d{{1,2}}/\d{{1,2}}/\d{{2,4}})"
+    r"(?:,? (?:at )?\d{1,2}[:.]\d{2}(?: ?[ap]\.?m\.?)?(?: [A-Z]{2,4})?)?",
+    re.I,
+)
+_SOCIAL_STRONG = frozenset(
+    "share shares sharing tweet facebook twitter linkedin whatsapp reddit pinterest telegram messenger flipboard tumblr mastodon bluesky blogthis".split()
+)
+_SOCIAL = _SOCIAL_STRONG | frozenset("this article story post page on via to x email e mail print copy link pin it save".split())
+#: A cookie notice speaks to the reader about the site's cookies ("we use cookies", "you agree to
+#: the storing of cookies", "cookie settings"); a sentence about cookies does not.
+_COOKIE = re.compile(
+    r"\b(?:we|our partners|this (?:web)?site|the site)\b[^.]{0,80}\b(?:use|uses|using|store|set|place)\b[^.]{0,60}\bcookies\b"
+    r"|\b(?:accept|consent to|agree to|allow)\b[^.]{0,60}\bcookies\b|\bcookie (?:settings|policy|preferences|consent|notice)\b",
+    re.I,
+)
+_NEWSLETTER = re.compile(r"\b(?:newsletter|inbox|subscribe|sign up)\b.*\b(?:email|inbox|newsletter|subscribe|unsubscribe)\b", re.I)
+#: Headings after which a page has no more article text (comment threads, teaser blocks):
+#: from the second half of the text on, the rest is dropped.
+_END_HEAD = re.compile(
+    r"(?:(?:\d+|no|one) (?:comments?|responses?|replies)(?: to .{1,200})?|comments?(?: \(\d+\))?|responses?(?: \(\d+\))?"
+    r"|leave a (?:reply|comment)|post a comment|add (?:a |new )?comment|reader comments|join the (?:discussion|conversation)"
+    r"|related (?:posts|stories|articles|content)|you (?:may|might) (?:also )?(?:like|enjoy|be interested in)"
+    r"|more (?:from|stories from|stories like this|articles from|posts from)\b.{1,60}|recommended (?:for you|from .{1,60}|stories|articles)"
+    r"|read next|what to read next|most (?:read|popular|viewed|shared|commented)|trending (?:now|stories)|editor'?s picks)",
+    re.I,
+)
+#: Headings of a block of teasers or page furniture: the short lines after one are dropped.
+_TEASER_HEAD = re.compile(
+    r"(?:related(?: links| news| reading| coverage)?|more (?:stories|news|articles|posts|on this|like this)|recommended(?: reading)?|read more"
+    r"|up next|popular(?: posts| stories| now| this week| articles)?|trending|latest(?: news| posts| stories| articles| headlines)?"
+    r"|other (?:headlines|stories|news)|top stories|written by .{1,60}|about the author|media contacts?|press contacts?|downloads"
+    r"|share(?: this)?(?: article| story| post| page)?|discussion)",
+    re.I,
+)
+_TAG = re.compile(r"<[^>]*>")
+_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+_PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
+_OPEN = re.compile(r"<(h[1-6]|p|li)\b")
+_CLOSE = re.compile(r"</(?:h[1-6]|p|li)>\s*$")
+_WORD = re.compile(r"\w+")
+_TRIM = " \t.:;!?|·•-–—>»›*#"
+
+
+def _fast_lines(marked: str) -> list[tuple[str, str, float, str]]:
+    """Resiliparse's ``minimal_html`` output as (kind, text, link share, separator before it)
+    per line. kind: ``pre`` (preformatted), ``h`` (heading), ``p`` (paragraph), ``li`` (list
+    item, given a bullet) or ``loose`` (any other text, e.g. of a ``div``)."""
+    from html import unescape
+
+    pres: list[str] = []
+
+    def stash(m: re.Match) -> str:
+        pres.append(m.group(1))
+        return f"\n\x00{len(pres) - 1}\x00\n"
+
+    out: list[tuple[str, str, float, str]] = []
+    open_kind = None
+    for line in _PRE.sub(stash, marked).split("\n"):
+        s = line.strip()
+        if not s:
+            continue
+        if s[0] == "\x00" and s[-1] == "\x00" and s[1:-1].isdigit():
+            out.append(("pre", unescape(_TAG.sub("", pres[int(s[1:-1])])), 0.0, "\n\n"))
+            open_kind = None
+            continue
+        cont = open_kind is not None
+        kind = open_kind
+        m = _OPEN.search(s) if "<" in s else None
+        if m and (not cont or m.start() == 0):
+            kind, cont = {"p": "p", "li": "li"}.get(m.group(1), "h"), False
+        open_kind = None if kind is None or _CLOSE.search(s) else kind
+        text = unescape(_TAG.sub("", s)).strip()
+        if not text:
+            continue
+        linked = sum(len(_TAG.sub("", x)) for x in _LINK.findall(s)) / len(text) if "<a" in s else 0.0
+        kind = kind or "loose"
+        if kind == "li" and not cont:
+            text = "• " + text  # also in an <ol>: a number would be a token the page does not show as text
+        prev = out[-1][0] if out else None
+        sep = "\n" if cont or (kind == prev and kind in ("li", "loose")) else "\n\n"
+        out.append((kind, text, linked, sep))
+    return out
+
+
+def _is_furniture(text: str) -> bool:
+    """Whether a line is page furniture: a fixed phrase (``_FURNITURE``), a byline, a date, a
+    row of share buttons, a cookie notice or a newsletter box."""
+    t = text.strip(_TRIM)
+    n = len(t)
+    if not n:
+        return True
+    if n <= 300 and _FURNITURE.fullmatch(t):
+        return True
+    if n <= 100 and (_BYLINE.fullmatch(t) or _DATE_LINE.fullmatch(t)):
+        return True
+    low = t.lower()
+    if n <= 120:
+        words = _WORD.findall(low)
+        if len(words) <= 14 and all(w in _SOCIAL for w in words) and any(w in _SOCIAL_STRONG for w in words):
+            return True
+    if n <= 500 and "cookie" in low and _COOKIE.search(t):
+        return True
+    return n <= 280 and ("newsletter" in low or "inbox" in low or "subscribe" in low or "sign up" in low) and bool(_NEWSLETTER.search(t))
+
+
+def boilerplate_pass(lines: list[tuple[str, str, float, str]]) -> str:
+    """The article text of ``_fast_lines`` output. Dropped: lines of furniture (see
+    ``_is_furniture``); lines that are mostly link text; short loose lines before the first
+    heading or line of running text and after the last one (site names, kickers, dates,
+    utility links); the short lines after a teaser heading ("Related", "Popular", ...); and
+    everything after a comment or teaser heading that comes in the second half of the text;
+    headings left with nothing after them."""
+    long = [i for i, (k, t, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and len(t.split()) >= 10]
+    if long:
+        first = next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0])
+        last = long[-1]
+        lines = [x for i, x in enumerate(lines) if first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8]
+    total = sum(len(t.split()) for k, t, *_ in lines if k != "pre") or 1
+    kept: list[tuple[str, str, str]] = []  # (separator, text, kind)
+    seen = 0
+    skipping = False
+    for kind, text, linked, sep in lines:
+        if kind == "pre":
+            if not skipping:
+                kept.append((sep, text, kind))
+            continue
+        n = len(text.split())
+        seen += n
+        if (kind == "h" or (n <= 12 and kind == "loose")) and linked < 0.6:
+            head = text.strip(_TRIM)
+            if _END_HEAD.fullmatch(head):
+                if seen > 0.5 * total:
+                    break  # the article is over: comments and teasers from here on
+                skipping = True
+                continue
+            if _TEASER_HEAD.fullmatch(head):
+                skipping = True
+                continue
+        if skipping:
+            if (n >= 45 or kind == "h") and linked < 0.3:
+                skipping = False
+            else:
+                continue
+        if linked >= 0.6 or _is_furniture(text):
+            continue
+        kept.append((sep, text, kind))
+    while kept and kept[-1][2] == "h":
+        kept.pop()  # a heading whose section was all furniture ("Stay informed", "Follow us")
+    return kept[0][1] + "".join(sep + text for sep, text, _ in kept[1:]) if kept else ""
+
+
+#: A result shorter than this sends the page to trafilatura (resiliparse's main-content mode
+#: finds nothing on about 1% of real pages that trafilatura extracts)...
+_FAST_MIN_CHARS = 250
+#: ... and so does one with less than this share of the text of the page's <p> elements
+#: (resiliparse dropped the article, e.g. for a class name it takes for furniture).
+_FAST_MIN_P_SHARE = 0.3
+_P_OPEN = re.compile(r"<p\b[^>]*>", re.I)
+_P_CLOSE = re.compile(r"</p\s*>", re.I)
+
+
+def _p_chars(html: str) -> int:
+    """Characters of text in the page's closed ``<p>`` elements (linear: no regex that could
+    scan to the end of the page once per unclosed ``<p>``)."""
+    total = 0
+    for chunk in _P_OPEN.split(html)[1:]:
+        end = _P_CLOSE.search(chunk)
+        if end:
+            total += len(_TAG.sub("", chunk[: end.start()]))
+    return total
+
+
+#: Elements whose class names them as page furniture in the usual CMS vocabularies. Only
+#: block containers are tested (never ``body``, ``main`` or ``article``, whose classes name the
+#: page type); a type selector keeps lexbor's matching cheap (``:is()``/``:not()`` cost 4x).
+_SKIP_CSS = [
+    f'{tag}[class*="{word}"]'
+    for word in (
+        "related",
+        "recommend",
+        "popular",
+        "trending",
+        "share",
+        "social",
+        "newsletter",
+        "cookie",
+        "consent",
+        "advert",
+        "sponsor",
+        "promo",
+        "author-bio",
+        "about-author",
+        "author-box",
+    )
+    for tag in ("div", "section", "aside", "ul")
+]
+
+
+def extract_fast(html: str) -> str:
+    """Main content at near resiliparse speed (the ``fast`` extractor, issue 17).
+
+    1. resiliparse's main-content mode without comment sections and without elements whose
+       class names them furniture (``_SKIP_CSS``), in its ``minimal_html`` form, which shows
+       paragraphs, headings, list items and link text;
+    2. a line-level boilerplate pass (``boilerplate_pass``): ads, share bars, cookie and
+       newsletter boxes, bylines, dates, link lists, teaser and comment sections;
+    3. a result under 250 characters is extracted again without (1)'s class list, and if still
+       that short, by trafilatura, whichever gives more text;
+    4. a result with less than 30% of the text of the page's ``<p>`` elements is replaced by
+       trafilatura's when that is over 1.5 times as long (resiliparse missed the article).
+    """
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree
+
+    tree = HTMLTree.parse(html)
+    text = ""
+    for skip in (_SKIP_CSS, None):
+        marked = extract_plain_text(
+            tree, main_content=True, comments=False, alt_texts=False, form_fields=False, noscript=False,
+            preserve_formatting="minimal_html", links=True, skip_elements=skip,
+        )  # fmt: skip
+        text = boilerplate_pass(_fast_lines(marked))
+        if len(text) >= _FAST_MIN_CHARS:
+            break
+    else:
+        other = extract_trafilatura(html)
+        return other if len(other) > len(text) else text
+    # (the first test is a cheap bound: the <p> text cannot be longer than the page)
+    if len(text) < _FAST_MIN_P_SHARE * len(html) and len(text) < _FAST_MIN_P_SHARE * _p_chars(html):
+        other = extract_trafilatura(html)
+        if len(other) > 1.5 * len(text):
+            return other
+    return text
+
+
 _STOPLIST: frozenset[str] | None = None
 
 
@@ -65,7 +336,12 @@ def _justext_stoplist() -> frozenset[str]:
 def extractor_function(name: str):
     """The extraction function called ``name``."""
     try:
-        return {"resiliparse": extract_resiliparse, "trafilatura": extract_trafilatura, "justext": extract_justext}[name]
+        return {
+            "resiliparse": extract_resiliparse,
+            "trafilatura": extract_trafilatura,
+            "justext": extract_justext,
+            "fast": extract_fast,
+        }[name]
     except KeyError:
         raise CurateError(f"unknown extractor {name!r}; choose one of: {', '.join(EXTRACTORS)}") from None
 

@@ -27,7 +27,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.dataset import decode_texts
-from curate.errors import CurateError
+from curate.errors import CurateError, ParamError
 from curate.runtime import MapResult, MapStage, param
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
 from curate.storage import file_sha256
@@ -162,9 +162,9 @@ class LangIdStage(MapStage):
             self.keep = [self.keep]
         codes = [c.strip() for k in (self.keep or []) for c in str(k).split(",") if c.strip()]
         if self.keep is not None and not codes:
-            raise CurateError("--keep: give at least one language, or 'all'")
+            raise ParamError("--keep", "give at least one language, or 'all'")
         if "all" in codes and len(codes) > 1:
-            raise CurateError("--keep: 'all' cannot be combined with languages")
+            raise ParamError("--keep", "'all' cannot be combined with languages")
         self.keep = None if codes == ["all"] or self.keep is None else codes
         if isinstance(self.filter_sources, list):
             self.filter_sources = ",".join(self.filter_sources)

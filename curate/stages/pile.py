@@ -477,6 +477,7 @@ class DownloadPile(Stage):
 
     name: ClassVar[str] = "download_pile"
     kind: ClassVar[str] = "source"
+    required_columns: ClassVar[tuple[str, ...]] = ()
     options: ClassVar[tuple[str, ...]] = ("out", "overwrite", "keep_rejected")
     option_help: ClassVar[dict[str, str]] = {"keep_rejected": "Write malformed records to OUT/_rejected/ with their reason."}
     error_reasons: ClassVar[frozenset[str]] = frozenset({"bad_record"})

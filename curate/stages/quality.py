@@ -853,6 +853,7 @@ class QualityTrain(Stage):
     options: ClassVar[tuple[str, ...]] = ("out", "overwrite")
     option_help: ClassVar[dict[str, str]] = {"out": "Output directory: OUT/model.bin, OUT/model.bin.metrics.json, OUT/_SUCCESS."}
     checks_ids: ClassVar[bool] = False
+    required_columns: ClassVar[tuple[str, ...]] = ("id", "text", "source")
     pos: list[str] = param([], "Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
                            metavar="DIR", multiple=True, required=True)  # fmt: skip
     neg: list[str] = param([], "Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",

@@ -458,6 +458,7 @@ class TokenizeStage(Stage):
         "out": "Output prefix: PREFIX.bin, PREFIX.idx, PREFIX.stats.json (a directory with --per-source).",
     }
     checks_ids: ClassVar[bool] = False
+    required_columns: ClassVar[tuple[str, ...]] = ("text", "source")
     tokenizer: str = param("gpt2", "gpt2 (GPT-2 BPE shipped with curate, offline), a Hugging Face tokenizer.json, or a tiktoken BPE file.",
                            metavar="gpt2|PATH")  # fmt: skip
     append_eod: bool = param(True, "End every document with the end-of-document token.", secondary="--no-append-eod")

@@ -586,8 +586,8 @@ def iter_tables(
         yield conform(sel.empty_table())
 
 
-def check_ids(files: list[AnyPath]) -> int:
-    """Raise a clear error when an id is null or appears twice across ``files``; returns the rows checked.
+def check_ids(files: list[AnyPath], ids: bool = True) -> int:
+    """Raise a clear error when an id (or a source) is null or an id appears twice across ``files``; returns the rows checked.
 
     For inputs curate did not write (a user's Parquet files): their ids enter the pipeline
     here. Memory: 16 bytes per row (a 64-bit hash of the id and its position), only for such inputs.
@@ -598,9 +598,19 @@ def check_ids(files: list[AnyPath]) -> int:
     hashes, where = [], []
     for i, f in enumerate(files):
         pf = open_parquet(f)
-        check_columns(f, pf.schema_arrow, ["id"])
+        names = pf.schema_arrow.names
+        check_columns(f, pf.schema_arrow, ["id"] if ids else [])
+        cols = [c for c in (["id"] if ids else []) + ["source"] if c in names]
+        if not cols:
+            continue
         row = 0
-        for batch in pf.iter_batches(batch_size=65536, columns=["id"], use_threads=False):
+        for batch in pf.iter_batches(batch_size=65536, columns=cols, use_threads=False):
+            if "source" in cols and batch.column(cols.index("source")).null_count:
+                at = row + _first_null(pa.chunked_array([batch.column(cols.index("source"))]))
+                raise CurateError(f"{f}: row {at}: source is null (every document needs a source)")
+            if not ids:
+                row += batch.num_rows
+                continue
             col = batch.column(0)
             if col.null_count:
                 raise CurateError(f"{f}: row {row + _first_null(pa.chunked_array([col]))}: id is null (every document needs an id)")

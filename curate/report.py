@@ -1734,9 +1734,7 @@ def stats_lines(path: str | os.PathLike) -> list[str]:
                 ]
                 lines += text_table(["rejected per source", *srcs], mrows)
     elif s.kind == "tokenize":
-        from curate.stages.tokenize import summary_lines
-
-        lines += summary_lines(r)
+        lines += [str(x) for x in r.get("summary") or []]  # what the stage declared (and printed)
     elif s.kind == "blend":
         lines += str(r.get("table", "")).splitlines()
     elif s.kind == "download_cc":
@@ -1811,14 +1809,11 @@ def _stage_extra_lines(s: Stage) -> list[str]:
         if "threshold" in d:
             line += f"; Jaccard >= {d['threshold']}, {d.get('bands')} bands x {d.get('rows')} rows, verify {d.get('verify')}"
         return [line]
+    declared = [str(x) for x in r.get("summary") or []][2:]  # the stage's own lines after its summary and output lines
     if s.kind == "decontam" or (r.get("counters") or {}).get("decontam_per_eval_set"):
-        from curate.decontam.run import contamination_lines
-
-        return ["decontam:", *contamination_lines(r)]
+        return ["decontam:", *declared]
     if (r.get("counters") or {}).get("score_hist"):
-        from curate.stages.quality import score_lines
-
-        return ["quality:", *score_lines(r)]
+        return ["quality:", *declared]
     hits = rule_hits(s)
     if hits:
         return text_table(["rule set", "rule", "hits"], [[rs, rule, fmt_int(v.value)] for rs, rule, v in hits], left=2)

@@ -446,8 +446,8 @@ def run_stage(stage: Stage, common: Common, executor: Executor | None = None) ->
             old["summary"] = stage.summary(old)
         return old
     target.invalidate()
-    if inputs.foreign and stage.checks_ids:
-        check_ids(inputs.foreign)
+    if inputs.foreign and stage.required_columns:
+        check_ids(inputs.foreign, ids=stage.checks_ids)
     own = executor is None
     if executor is None:
         executor = make_executor(common.executor or "local", common.workers, ray_address=common.ray_address)

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import gzip
 import io
-import uuid
 import json
 import re
 import threading
 import time
+import uuid
 import zlib
 from pathlib import Path
 

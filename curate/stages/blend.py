@@ -34,7 +34,7 @@ from curate.config import check_keys, load_yaml
 from curate.dataset import Inputs, files_fingerprint, input_name, is_curate_dir, read_json, record_fingerprint
 from curate.errors import CurateError
 from curate.runtime import Common, Context, Stage, param
-from curate.storage import as_path, write_bytes_atomic, write_json_atomic
+from curate.storage import as_path, rmtree, write_bytes_atomic, write_json_atomic
 
 log = logging.getLogger("curate")
 
@@ -247,6 +247,7 @@ def resolve_sources(
             settings = {"tokenizer": config.tokenizer, "append_eod": config.append_eod, "sources": spec.sources,
                         "input": record_fingerprint(as_path(spec.path)) if is_curate_dir(as_path(spec.path)) else None}  # fmt: skip
             stats = read_json(as_path(f"{prefix}.stats.json"))
+            work = as_path(f"{prefix}.work")
             if stats is None or stats.get("blend_source") != settings or not megatron.exists(str(prefix)):
                 log.info("blend: tokenizing %s (%s) into %s", spec.name, spec.path, prefix)
                 from curate.dataset import resolve_inputs
@@ -258,9 +259,8 @@ def resolve_sources(
                 except CurateError as exc:
                     raise CurateError(f"{where}: {exc}") from exc
                 write_json_atomic(as_path(f"{prefix}.stats.json"), {**record, "blend_source": settings})
-                from curate.storage import rmtree
-
-                rmtree(as_path(f"{prefix}.work"), ignore_errors=True)
+            if work.exists():  # done (now, or by a run killed before it removed its pieces)
+                rmtree(work, ignore_errors=True)
             infos.append(inspect_prefix(spec, str(prefix), where))
         elif skip_missing:
             log.warning("blend: leaving out source %r: nothing at %s (--skip-missing)", spec.name, spec.path)

@@ -260,7 +260,7 @@ class PrefixTarget(Target):
         self.files = [as_path(f"{self.path}{s}") for s in (".bin", ".idx", ".stats.json")]
 
     def locations(self) -> list[AnyPath]:
-        return [*self.files, self.outs.work]
+        return [self.path, *self.files, self.outs.work]
 
     def exists(self) -> bool:
         if self.path.is_dir():

@@ -138,8 +138,9 @@ def e2e(docs: list[str], evals: list[str], tmp: Path) -> float:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from curate.decontam.run import run_decontam
+    from curate.decontam.run import Decontam
     from curate.executor import LocalExecutor
+    from curate.runtime import run
 
     src = tmp / "in"
     src.mkdir()
@@ -154,7 +155,7 @@ def e2e(docs: list[str], evals: list[str], tmp: Path) -> float:
         )
     (tmp / "ev.jsonl").write_text("".join(json.dumps({"text": t}) + "\n" for t in evals))
     t0 = time.perf_counter()
-    run_decontam([str(src)], tmp / "out", evals=[str(tmp / "ev.jsonl")], executor=LocalExecutor(1))
+    run(Decontam(evals=[str(tmp / "ev.jsonl")]), inputs=[str(src)], out=tmp / "out", executor=LocalExecutor(1))
     return time.perf_counter() - t0
 
 

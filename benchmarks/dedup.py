@@ -4,7 +4,7 @@ Builds a synthetic corpus of ~3 KB documents with known near-duplicate families 
 substitutions at controlled rates, sentence insertions), computes the exact word-5-gram
 Jaccard of every within-family pair, and scores each method's clusters against the
 *ideal clustering*: connected components of the pairs with true Jaccard >= threshold
-(DESIGN.md, "Tests and benchmarks"). Each method runs in its own process, so its peak
+(docs/design.md). Each method runs in its own process, so its peak
 memory (max RSS) and wall time are its own; all run on one core.
 
     .venv/bin/python benchmarks/dedup.py                      # 20k docs, quality and speed table

@@ -67,13 +67,14 @@ def time_extractor(name: str, pages: list[str]) -> dict:
 
 def time_stage(inputs: list[str], timeout: float) -> float:
     from curate.executor import LocalExecutor
-    from curate.stages.extract import ExtractStage, run_extract
+    from curate.runtime import run
+    from curate.stages.extract import ExtractStage
 
     out = Path(tempfile.mkdtemp(prefix="curate-bench-extract-"))
     try:
         stage = ExtractStage(record_timeout=timeout, source="cc/bench")
         t0 = time.perf_counter()
-        run_extract(stage, inputs, out / "o", executor=LocalExecutor(1))
+        run(stage, inputs=inputs, out=out / "o", executor=LocalExecutor(1))
         return time.perf_counter() - t0
     finally:
         shutil.rmtree(out, ignore_errors=True)

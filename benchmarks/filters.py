@@ -132,7 +132,7 @@ def time_curate(docs: list[dict]) -> dict[str, dict]:
     }
     load_model(str(MODEL))
     for name in RULE_SETS:
-        stages[name] = FilterStage(FilterConfig(default=[name]))
+        stages[name] = FilterStage(config=FilterConfig(default=[name]))
     result = {}
     for name, stage in stages.items():
         decisions: list[str | None] = []

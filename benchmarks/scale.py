@@ -77,8 +77,10 @@ class Counting:
 
 def build_input(mb: float, shard_docs: int) -> tuple[Path, int, int]:
     """sample_data/pile replicated to ``mb`` MB of text (ids made unique per replica); (dir, docs, bytes)."""
-    from curate.dataset import ShardWriter, read_table, shard_name, write_json_atomic, write_stream
-    from curate.stages.pile import pile_records
+    from curate.dataset import ShardWriter, read_table, shard_name
+    from curate.runtime import run
+    from curate.stages.pile import DownloadPile
+    from curate.storage import write_json_atomic
 
     out = WORK / f"input-{mb:g}MB-{shard_docs}"
     if (out / "_SUCCESS").exists():
@@ -86,7 +88,7 @@ def build_input(mb: float, shard_docs: int) -> tuple[Path, int, int]:
         return out, info["docs_out"], info["bytes_out"]
     base_dir = WORK / "pile"
     if not (base_dir / "_SUCCESS").exists():
-        write_stream(pile_records(str(SAMPLE)), base_dir, stage="download_pile", params={"dataset": str(SAMPLE)}, shard_docs=10**9)
+        run(DownloadPile(dataset=str(SAMPLE), shard_docs=10**9), out=base_dir)
     base = read_table(base_dir)
     base_bytes = int(pc.sum(pc.binary_length(base.column("text"))).as_py())
     reps = max(1, round(mb * 1e6 / base_bytes))
@@ -107,21 +109,19 @@ def build_input(mb: float, shard_docs: int) -> tuple[Path, int, int]:
 
 
 def run_langid_filter(inp: Path, out: Path, executor: Any) -> None:
-    from curate.config import load_yaml
-    from curate.dataset import run_map_stage
-    from curate.stages.filters import FilterConfig, FilterStage, default_config_path
+    from curate.runtime import run
+    from curate.stages.filters import FilterStage
     from curate.stages.langid import LangIdStage
 
-    run_map_stage(LangIdStage(keep=["en"], min_score=0.65, filter_sources=["cc/*"]), [str(inp)], out / "langid", executor=executor)
-    path = str(default_config_path())
-    stage = FilterStage(FilterConfig.from_mapping(load_yaml(path), path), None)
-    run_map_stage(stage, [str(out / "langid")], out / "filter", executor=executor)
+    run(LangIdStage(keep=["en"], min_score=0.65, filter_sources="cc/*"), inputs=[str(inp)], out=out / "langid", executor=executor)
+    run(FilterStage(), inputs=[str(out / "langid")], out=out / "filter", executor=executor)
 
 
 def run_fuzzy_dedup(inp: Path, out: Path, executor: Any) -> None:
-    from curate.dedup.fuzzy import FuzzyConfig, run_fuzzy
+    from curate.dedup.fuzzy import FuzzyDedup
+    from curate.runtime import run
 
-    run_fuzzy([str(inp)], out / "fuzzy", FuzzyConfig(verify="signature"), executor=executor)
+    run(FuzzyDedup(verify="signature"), inputs=[str(inp)], out=out / "fuzzy", executor=executor)
 
 
 def digest(path: Path) -> str:

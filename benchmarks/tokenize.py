@@ -66,7 +66,8 @@ def build_dataset(out: Path, size_mb: float, shards: int) -> str:
     """A dataset directory of about ``size_mb`` MB of text in ``shards`` shards (row groups of 1024)."""
     import pyarrow as pa
 
-    from curate.dataset import ShardWriter, write_json_atomic
+    from curate.dataset import ShardWriter
+    from curate.storage import write_json_atomic
     from curate.schema import BASE_SCHEMA
 
     texts, origin = source_texts()
@@ -107,7 +108,7 @@ def load_texts(dataset: Path) -> list[str]:
 
 
 def time_tiktoken(texts: list[str], threads: int) -> tuple[float, int]:
-    from curate.stages.tokenize import load_tokenizer
+    from curate.tokenizer import load_tokenizer
 
     enc = load_tokenizer("gpt2").backend()
     t0 = time.perf_counter()
@@ -134,7 +135,7 @@ def hf_worker(dataset: Path, tokenizer_json: Path) -> None:
 def hf_tokenizer_json(path: Path) -> Path:
     from tokenizers import AddedToken, Tokenizer, decoders, models, pre_tokenizers
 
-    from curate.stages.tokenize import RESOURCES
+    from curate.tokenizer import RESOURCES
 
     tok = Tokenizer(models.BPE.from_file(str(RESOURCES / "encoder.json"), str(RESOURCES / "vocab.bpe")))
     tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)

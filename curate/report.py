@@ -39,7 +39,7 @@ from curate.storage import as_path
 log = logging.getLogger("curate")
 
 SUCCESS = "_SUCCESS"
-#: The pipeline order of stage kinds (DESIGN.md); breaks ties between stages the inputs graph does not order.
+#: The pipeline order of stage kinds (docs/design.md); breaks ties between stages the inputs graph does not order.
 PIPELINE_RANK = {
     "download_pile": 0,
     "download_cc": 0,

@@ -1,4 +1,4 @@
-"""The Arrow schema of a curate document (see DESIGN.md, "The data model").
+"""The Arrow schema of a curate document (see README.md, "Dataset directories", and docs/design.md).
 
 Stages add columns and never rename them; every column after the base five is
 optional and appears once the stage that writes it has run.

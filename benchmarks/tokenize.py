@@ -67,8 +67,8 @@ def build_dataset(out: Path, size_mb: float, shards: int) -> str:
     import pyarrow as pa
 
     from curate.dataset import ShardWriter
-    from curate.storage import write_json_atomic
     from curate.schema import BASE_SCHEMA
+    from curate.storage import write_json_atomic
 
     texts, origin = source_texts()
     marker = out / "_SUCCESS"

@@ -177,7 +177,11 @@ def _load_params_file(ctx: click.Context, _param: click.Parameter, value: str | 
     data = load_yaml(value) or {}
     names = {p.name: p for p in ctx.command.params if p.name and p.name != "params"}
     aliases = {"in": "inputs"}
-    norm = {aliases.get(str(k).replace("-", "_"), str(k).replace("-", "_")): v for k, v in (data or {}).items()} if isinstance(data, dict) else data
+    norm = (
+        {aliases.get(str(k).replace("-", "_"), str(k).replace("-", "_")): v for k, v in (data or {}).items()}
+        if isinstance(data, dict)
+        else data
+    )
     check_keys(norm, set(names), f"the options of curate {ctx.command.name}", value)
     for key, v in norm.items():
         if names[key].multiple and not isinstance(v, list):
@@ -373,4 +377,3 @@ def main() -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     main()
-

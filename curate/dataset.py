@@ -163,13 +163,11 @@ class ShardWriter:
             self._fh = None
 
 
-
 def write_table_atomic(path: AnyPath, table: pa.Table, compression: str = "zstd") -> None:
     """One whole table as a Parquet file, atomically (``compression="none"`` for random hashes)."""
     w = ShardWriter(path, table.schema, compression, in_memory=True)
     w.write(table)
     w.close()
-
 
 
 # --------------------------------------------------------------------------- stats
@@ -313,8 +311,6 @@ def summary_line(stage: str, stats: dict[str, Any], seconds: float) -> str:
 
 def _mb(n: int) -> str:
     return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
-
-
 
 
 # --------------------------------------------------------------------------- the text column

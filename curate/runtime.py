@@ -318,7 +318,9 @@ def prepare_output(stage: Stage, target: Target, params: dict[str, Any], overwri
     title = stage.display()
     if target.exists():
         if not target.owned():
-            raise CurateError(f"{target.path}: exists, is not empty and was not written by curate (no parameters file); choose another --out")
+            raise CurateError(
+                f"{target.path}: exists, is not empty and was not written by curate (no parameters file); choose another --out"
+            )
         old = target.read_params()
         if overwrite:
             log.info("%s: --overwrite: deleting %s and starting again", title, target.path)
@@ -330,7 +332,9 @@ def prepare_output(stage: Stage, target: Target, params: dict[str, Any], overwri
                     change = _changed_output(target, params, record)
                     if change is None:
                         target.touch()
-                        log.info("%s: %s is complete and its inputs are unchanged; nothing to do (--overwrite redoes it)", title, target.path)
+                        log.info(
+                            "%s: %s is complete and its inputs are unchanged; nothing to do (--overwrite redoes it)", title, target.path
+                        )
                         return record
                     if change == "missing":
                         log.warning("%s: files of %s were deleted since it was written; making them again", title, target.path)
@@ -740,7 +744,9 @@ def _file_shard(job: _FileJob) -> dict[str, Any]:
     return stats.to_dict()
 
 
-def _write_stream(ctx: Context, records: Iterable[Any], shard_docs: int, counters: dict[str, int] | None, schema: pa.Schema) -> dict[str, Any]:
+def _write_stream(
+    ctx: Context, records: Iterable[Any], shard_docs: int, counters: dict[str, int] | None, schema: pa.Schema
+) -> dict[str, Any]:
     from tqdm import tqdm
 
     if shard_docs < 1:

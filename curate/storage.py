@@ -433,4 +433,3 @@ def save_npy_atomic(path: AnyPath, array: Any) -> None:
     except OSError as exc:
         unlink_quietly(tmp)
         raise output_error(path, exc) from exc
-

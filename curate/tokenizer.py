@@ -5,7 +5,6 @@ Used by the tokenize and blend stages and by ``curate inspect``; not a stage its
 sha256): ``tiktoken.get_encoding("gpt2")`` would download and fails offline.
 """
 
-
 from __future__ import annotations
 
 import functools
@@ -231,4 +230,3 @@ def load_tokenizer(spec: str = "gpt2", eod_token: str | None = None) -> Tokenize
     if head.startswith(b"{"):
         return _hf(path, spec, eod_token)
     return _tiktoken_file(path, spec, eod_token)
-

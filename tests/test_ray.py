@@ -67,7 +67,9 @@ def test_task_that_always_fails_names_the_shard(ray_session, tmp_path):
     src = make_dataset(tmp_path / "in", shards=2, per_shard=5)
     (tmp_path / "markers").mkdir()
     with pytest.raises(ShardError) as err:
-        run_py(FlakyStage(str(tmp_path / "markers"), always=True), inputs=[str(src)], out=tmp_path / "out", executor=RayExecutor(max_retries=1))
+        run_py(
+            FlakyStage(str(tmp_path / "markers"), always=True), inputs=[str(src)], out=tmp_path / "out", executor=RayExecutor(max_retries=1)
+        )
     assert "2 of 2 shard(s) failed" in str(err.value)
     assert [name for name, _ in err.value.failures] == ["part-00000", "part-00001"]
     assert all("injected failure" in msg for _, msg in err.value.failures)

@@ -88,7 +88,10 @@ def test_output_overlapping_an_input_is_refused_before_anything_is_touched(pile,
         for extra in ([], ["--overwrite"]):
             r = invoke(*command, "--in", x, "--out", out, *extra, ok=False)
             assert r.exit_code == 1, (out, extra, r.stdout)
-            assert r.stderr.strip() == f"curate: error: --out {out} {how.replace('the input', f'the input {x}')}; write the output outside the inputs (nothing was changed)"
+            assert (
+                r.stderr.strip()
+                == f"curate: error: --out {out} {how.replace('the input', f'the input {x}')}; write the output outside the inputs (nothing was changed)"
+            )
             assert data_digest(x) == before and not (x / "sub").exists()
     assert pd.read_parquet(x)["id"].is_unique
 

@@ -259,7 +259,9 @@ class Decontam(Stage):
         count_dir = work / "count"
         names = [shard_name(i) for i in range(len(files))]
         jobs = [
-            _CountJob(f, index_dir, count_dir, n, fp, shared_index) for f, n in zip(files, names) if not _counted(count_dir / f"{n}.json", fp)
+            _CountJob(f, index_dir, count_dir, n, fp, shared_index)
+            for f, n in zip(files, names)
+            if not _counted(count_dir / f"{n}.json", fp)
         ]
         if jobs:
             ctx.map(_count_shard, jobs, labels=[j.name for j in jobs], desc="decontam count", describe=_describe_count)

@@ -282,8 +282,9 @@ def write_clusters(work: Path, out: Path, clusters: pa.Table, shards: int) -> No
     write_table_atomic(out / "_clusters.parquet", clusters.select(["id", "cluster", "source", "kept"]))
 
 
-PRIORITY_HELP = ("Ordered sources or globs, best first (e.g. 'pile/Wikipedia,pile/*,cc/*'): a cluster keeps its document "
-                 "from the best source.")
+PRIORITY_HELP = (
+    "Ordered sources or globs, best first (e.g. 'pile/Wikipedia,pile/*,cc/*'): a cluster keeps its document from the best source."
+)
 DEDUP_OPTION_HELP = {
     "inputs": "Input dataset directory (repeatable: all inputs are deduplicated together).",
     "out": "Output dataset directory (work files under OUT/_work/).",

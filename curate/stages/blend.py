@@ -115,7 +115,9 @@ def load_config(path: str | os.PathLike) -> BlendConfig:
     seen: set[str] = set()
     for i, item in enumerate(sources_raw):
         if isinstance(item, dict) and "only_sources" in item:
-            raise CurateError(f"{path}: sources[{i}]: the key only_sources is now called sources (the sources of a dataset directory to take)")
+            raise CurateError(
+                f"{path}: sources[{i}]: the key only_sources is now called sources (the sources of a dataset directory to take)"
+            )
         s = check_keys(item, SOURCE_KEYS, f"sources[{i}]", path)
         name = s.get("name")
         if not isinstance(name, str) or not name.strip():
@@ -614,7 +616,11 @@ class BlendStage(Stage):
                 locations += [as_path(f"{prefix}.bin"), as_path(f"{prefix}.idx")]
             elif as_path(spec.path).is_dir():
                 p = as_path(spec.path)
-                prints.append(record_fingerprint(p) if is_curate_dir(p) and (p / "_SUCCESS").exists() else files_fingerprint(sorted(p.glob("*.parquet"))))
+                prints.append(
+                    record_fingerprint(p)
+                    if is_curate_dir(p) and (p / "_SUCCESS").exists()
+                    else files_fingerprint(sorted(p.glob("*.parquet")))
+                )
                 locations.append(p)
             else:
                 prints.append("missing")
@@ -673,7 +679,9 @@ class BlendStage(Stage):
     def summary(self, record: dict[str, Any]) -> list[str]:
         lines = str(record.get("table", "")).splitlines()
         if record.get("mode") == "corpus":
-            lines.append(f"  output: {record['prefix']}.bin, {record['prefix']}.idx ({record['documents']:,} docs, {record['tokens']:,} tokens)")
+            lines.append(
+                f"  output: {record['prefix']}.bin, {record['prefix']}.idx ({record['documents']:,} docs, {record['tokens']:,} tokens)"
+            )
         else:
             lines += [f"--data-path {record['data_path']}", f"  written to {record['data_path_file']}"]
         return lines

@@ -225,10 +225,6 @@ def describe_piece(rec: dict[str, Any]) -> str:
     return f"{rec['documents']:,} docs, {rec['tokens']:,} tokens, {rec['seconds']:.1f} s"
 
 
-
-
-
-
 # --------------------------------------------------------------------------- outputs
 
 

@@ -257,8 +257,8 @@ def test_s3_errors_are_one_line(s3, run, tmp_path):
 
 def test_remote_decontam_index_is_read_once_per_process(s3):
     """With a remote OUT a worker process reads the index into memory once (keyed by URL and index.json)."""
-    from curate.storage import as_path
     from curate.decontam.index import Index, build_index
+    from curate.storage import as_path
 
     url = as_path(f"s3://{BUCKET}/idx/index")
     words = "one two three four five six seven eight nine ten eleven twelve thirteen fourteen"

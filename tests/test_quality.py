@@ -59,7 +59,7 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
     cli_run("extract", "--in", SAMPLE / "cc", "--out", d / "cc", "--workers", "1")
     model = d / "model" / "model.bin"
     result = cli_run("quality", "train", "--pos", d / "pile", "--pos-sources", POS_SOURCES, "--neg", d / "cc", "--neg-sources", "cc/*",
-                     "--out", d / "model", "--valid-fraction", "0.25", "--keep-data", *FAST)  # fmt: skip
+                     "--out", d / "model", "--folds", "1", "--valid-fraction", "0.25", "--keep-data", *FAST)  # fmt: skip
     return {"dir": d, "pile": d / "pile", "cc": d / "cc", "model": model, "train_stdout": result.stdout}
 
 
@@ -105,7 +105,7 @@ def test_train_separates_held_out_positives_from_negatives(corpus):
 
 def test_single_thread_training_is_bit_reproducible(corpus, tmp_path):
     args = ["quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"],
-            "--max-docs-per-class", "120", *FAST]  # fmt: skip
+            "--max-docs-per-class", "120", "--folds", "1", *FAST]  # fmt: skip
     cli_run(*args, "--out", tmp_path / "a")
     cli_run(*args, "--out", tmp_path / "b")
     assert (tmp_path / "a" / "model.bin").read_bytes() == (tmp_path / "b" / "model.bin").read_bytes()
@@ -159,6 +159,40 @@ def test_empty_class_and_bad_options_are_one_line_errors(corpus, tmp_path):
     r = cli_run("quality", "train", "--pos", corpus["pile"], "--neg", corpus["cc"], "--out", tmp_path, ok=False)
     assert r.exit_code == 1 and "was not written by curate" in r.stderr  # a directory of the user's: never written into
     assert not (tmp_path / "m" / "model.bin").exists()
+
+
+def test_cross_fitted_scores_come_from_models_that_never_saw_the_document(corpus, tmp_path):
+    """--folds 3: each document, training negatives included, is scored by the one model that did not train on it (nor on a copy)."""
+    import fasttext
+
+    from curate.stages.quality import fold_of
+
+    out = tmp_path / "cf"
+    r = cli_run("quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"], "--neg-sources", "cc/*",
+                "--out", out, "--folds", "3", "--keep-data", *FAST)  # fmt: skip
+    rec = read_success(out)
+    assert rec["folds"] == 3 and rec["models"] == ["fold-0.bin", "fold-1.bin", "fold-2.bin"]
+    assert "out-of-fold" in r.stdout and rec["valid"]["docs"] == rec["data"]["sampled"]["positive"] + rec["data"]["sampled"]["negative"]
+    train = {k: set((out / f"fold-{k}.train.txt").read_text().splitlines()) for k in range(3)}
+    valid = {k: set((out / f"fold-{k}.valid.txt").read_text().splitlines()) for k in range(3)}
+    for k in range(3):
+        assert not train[k] & valid[k] and valid[k]
+        assert train[k] == set().union(*(valid[j] for j in range(3) if j != k))
+    for w in ("2", "1"):
+        cli_run("quality", "score", "--in", corpus["cc"], "--out", tmp_path / f"s{w}", "--model", out, "--workers", w)
+    df = pd.read_parquet(tmp_path / "s2")
+    assert df["quality_score"].tolist() == pd.read_parquet(tmp_path / "s1")["quality_score"].tolist()  # any worker count
+    assert read_success(tmp_path / "s2")["params"]["folds"] == 3
+    folds = fold_of([normalize_text(t) for t in df["text"]], 3, 3)  # FAST trains with --seed 3
+    models = [fasttext.load_model(str(out / f"fold-{k}.bin")) for k in range(3)]
+    negatives = 0
+    for (text, score), k in zip(df[["text", "quality_score"]].itertuples(index=False), folds):
+        line = f"{NEG_LABEL} {normalize_text(text)}"
+        assert line not in train[k]  # the model that scored it never saw it
+        negatives += line in valid[k]  # ... though the document was a training negative (of the other models)
+        labs, probs = models[k].predict(normalize_text(text), k=-1)
+        assert score == pytest.approx(dict(zip(labs, probs)).get(POS_LABEL, 0.0), abs=1e-5)
+    assert negatives >= 250  # nearly all 282 CommonCrawl documents were training negatives
 
 
 # --------------------------------------------------------------------------- scoring

@@ -13,13 +13,17 @@ Three parts:
   order of a third hash (a deterministic shuffle: fastText must not see one class first; the
   files are the same bytes whatever the sharding or order of the inputs). Memory: the k
   smallest keys per class, and about 150 bytes per selected document (its line's place).
-* Training and evaluation (:func:`train_classifier`): ``fasttext.train_supervised`` on that
-  file in a fresh process (see :func:`_run_in_fresh_process`), then precision, recall and F1
-  at score >= 0.5 and ROC AUC (numpy, ties averaged) on the held-out lines. With ``threads=1``
-  and a seed the model file is the same bytes on every run; with more threads fastText
-  updates the weights without locks (Hogwild) and is not.
+* Training and evaluation (:func:`train_classifier`): ``fasttext.train_supervised`` in a
+  fresh process (see :func:`_run_in_fresh_process`). Cross-fitting by default: each sampled
+  document is in one of K folds (:func:`fold_of`, a hash of its normalised text), model k is trained on
+  the other folds, and precision, recall and F1 at score >= 0.5 and ROC AUC (numpy, ties
+  averaged) come from every document's score by the model that did not see it. With
+  ``folds=1``: one model and a held-out split. With ``threads=1`` and a seed a model file is
+  the same bytes on every run; with more threads fastText updates the weights without locks
+  (Hogwild) and is not.
 * Scoring (:class:`QualityStage`): a map stage that writes ``quality_score``, the model's
-  probability of the positive label, and keeps documents by mode: ``annotate`` (all),
+  probability of the positive label (cross-fitted: from the model of the document's fold, so
+  the training documents themselves get scores from a model that never saw them), and keeps documents by mode: ``annotate`` (all),
   ``threshold`` (score >= T) or ``pareto`` (GPT-3: keep when a Pareto(alpha) draw exceeds
   ``1 - score``; see :func:`pareto_draws` for the exact formula, seeded by (seed, id)).
 
@@ -273,7 +277,7 @@ def model_fingerprint(path: str | os.PathLike) -> str:
     return h.hexdigest()[:16]
 
 
-@functools.lru_cache(maxsize=4)
+@functools.lru_cache(maxsize=16)
 def load_model(path: str) -> Any:
     """The fastText model at ``path``, loaded once per process (workers call this lazily)."""
     import fasttext
@@ -347,7 +351,8 @@ class QualityStage(MapStage):
 
     name: ClassVar[str] = "quality"
     title: ClassVar[str] = "quality score"
-    model: str = param(help="fastText classifier (.bin or .ftz), or the directory `quality train --out` wrote.", metavar="FILE",
+    model: str = param(help="The directory `quality train --out` wrote (cross-fitted: each document is scored by the model of its "
+                       "fold, which never trained on it), or one fastText classifier (.bin or .ftz).", metavar="DIR|FILE",
                        required=True)  # fmt: skip
     label: str = param(POS_LABEL, "The model's positive label: quality_score is its probability "
                        "(e.g. __label__hq for DCLM's fasttext_oh_eli5).", metavar="NAME")  # fmt: skip
@@ -369,10 +374,19 @@ class QualityStage(MapStage):
             raise CurateError(f"--threshold must be between 0 and 1, got {self.threshold}")
         if not self.alpha > 0:
             raise CurateError(f"--alpha must be positive, got {self.alpha}")
-        self.model = str(model_file(self.model))
-        info = read_model_info(self.model)  # one-line errors before any worker starts
+        trained = training_record(self.model) if Path(self.model).is_dir() else None
+        if trained is not None and trained.get("folds", 1) > 1:  # cross-fitted: one model per fold
+            self.fold_models = [str(Path(self.model) / m) for m in trained["models"]]
+            self.fold_seed = int(trained["fold_seed"])
+        else:
+            self.model = str(model_file(self.model))
+            self.fold_models = [self.model]
+            self.fold_seed = 0
+        for m in self.fold_models:
+            info = read_model_info(m)  # one-line errors before any worker starts
         self.label = resolve_label(info, self.label)
-        self.fingerprint = model_fingerprint(self.model)
+        fps = [model_fingerprint(m) for m in self.fold_models]
+        self.fingerprint = fps[0] if len(fps) == 1 else hashlib.sha256(" ".join(fps).encode()).hexdigest()[:16]
         if self.normalize == "auto":
             recorded = recorded_normalize(self.model)
             self.normalize = recorded or "none"
@@ -380,6 +394,8 @@ class QualityStage(MapStage):
 
     def params(self) -> dict[str, Any]:
         p: dict[str, Any] = {"model": self.model, "model_fingerprint": self.fingerprint, "label": self.label, "mode": self.mode}
+        if len(self.fold_models) > 1:
+            p["folds"] = len(self.fold_models)
         p["normalize"] = self.normalize
         if self.mode == "threshold":
             p["threshold"] = self.threshold
@@ -392,15 +408,24 @@ class QualityStage(MapStage):
         return [*super().summary(record), *score_lines(record)]
 
     def scores(self, texts: list[str | None]) -> np.ndarray:
-        model = load_model(self.model)
-        return predict_scores(model, [normalize_text(t or "", self.normalize) for t in texts], self.label)
+        """Scores of ``texts``; cross-fitted, each by the model of its text's fold."""
+        lines = [normalize_text(t or "", self.normalize) for t in texts]
+        if len(self.fold_models) == 1:
+            return predict_scores(load_model(self.fold_models[0]), lines, self.label)
+        fold = fold_of(lines, self.fold_seed, len(self.fold_models))
+        out = np.zeros(len(lines), dtype=np.float32)
+        for k, path in enumerate(self.fold_models):
+            rows = np.nonzero(fold == k)[0]
+            if len(rows):
+                out[rows] = predict_scores(load_model(path), [lines[i] for i in rows], self.label)
+        return out
 
     def __call__(self, table: pa.Table) -> MapResult:
         n = table.num_rows
         texts = decode_texts(table.column("text"))
         undecodable = sum(t is None for t in texts)
-        scores = self.scores(texts) if n else np.zeros(0, dtype=np.float32)
         ids = table.column("id").to_pylist()
+        scores = self.scores(texts) if n else np.zeros(0, dtype=np.float32)
         if self.mode == "threshold":
             keep = scores >= np.float32(self.threshold)
         elif self.mode == "pareto":
@@ -487,19 +512,46 @@ def _bottom_k(ci: ClassInput, k: int, seed: int) -> tuple[np.ndarray, int, dict[
     return np.sort(best), total, per_source
 
 
+def fold_of(lines: Iterable[str], seed: int, folds: int) -> np.ndarray:
+    """The cross-fitting fold of each document: ``xxh64(normalised text, seed') % folds``, at training and scoring time.
+
+    By the text, not the id: exact copies of a document (not yet deduplicated when quality
+    runs) fall in its fold, so the model that scores it has not trained on them either.
+    """
+    return (hash_ids(lines, _sub_seed(seed, "fold")) % np.uint64(folds)).astype(np.int64)
+
+
 @dataclass
 class TrainingData:
-    """The files fastText trains and is evaluated on, and how they were drawn."""
+    """The sampled, normalised fastText lines, each in one part (a cross-fitting fold, or train 0 / held-out 1)."""
 
-    train_path: Path
-    valid_path: Path
-    train_docs: dict[str, int]
-    valid_docs: dict[str, int]
+    raw_path: Path
+    index: dict[int, list[tuple[int, int, int, int]]]  # part -> (shuffle key, offset, length, positive) per line
+    part_docs: dict[int, dict[str, int]]  # part -> label -> documents
     available: dict[str, int]
     per_class: int
     selected_sources: dict[str, dict[str, int]]
     empty_skipped: int
-    valid_labels: np.ndarray  # 1 for positive, in valid file order
+    train_path: Path | None = None  # with one model: the lines of part 0 and of part 1, shuffled
+    valid_path: Path | None = None
+    valid_labels: np.ndarray | None = None
+
+    @property
+    def train_docs(self) -> dict[str, int]:
+        return self.part_docs.get(0, {})
+
+    @property
+    def valid_docs(self) -> dict[str, int]:
+        return self.part_docs.get(1, {})
+
+    def write(self, path: Path, parts: Iterable[int]) -> np.ndarray:
+        """The lines of ``parts`` to ``path`` in shuffle-key order (the same bytes whatever the reading order); their labels."""
+        entries = sorted(e for part in parts for e in self.index.get(part, []))
+        with open(self.raw_path, "rb") as src_fh, open(path, "wb") as out:
+            fd = src_fh.fileno()
+            for _key, off, length, _pos in entries:
+                out.write(os.pread(fd, length, off))
+        return np.asarray([e[3] for e in entries], dtype=np.int8)
 
 
 def build_training_data(
@@ -511,12 +563,20 @@ def build_training_data(
     valid_fraction: float,
     seed: int,
     normalize: str = "lower_punct",
+    folds: int = 1,
 ) -> TrainingData:
-    """Write ``work/train.txt`` (shuffled) and ``work/valid.txt``: balanced, sampled, normalised fastText lines."""
+    """Sample and normalise the fastText lines of both classes, balanced, into ``work``.
+
+    With ``folds`` 1, ``work/train.txt`` and ``work/valid.txt`` (a held-out ``valid_fraction``)
+    are written, shuffled. With ``folds`` K > 1 every line is in the fold :func:`fold_of` gives
+    its document, and :meth:`TrainingData.write` makes each fold's training file.
+    """
     if max_docs_per_class < 1:
         raise CurateError(f"--max-docs-per-class must be at least 1, got {max_docs_per_class}")
     if not 0.0 <= valid_fraction < 1.0:
         raise CurateError(f"--valid-fraction must be in [0, 1), got {valid_fraction}")
+    if folds < 1:
+        raise CurateError(f"--folds must be at least 1, got {folds}")
     k_sample, k_valid, k_shuffle = (_sub_seed(seed, p) for p in ("sample", "valid", "shuffle"))
     classes = [pos, neg]
     scans = {ci.label: _bottom_k(ci, max_docs_per_class, k_sample) for ci in classes}
@@ -528,11 +588,10 @@ def build_training_data(
     cut = {label: best[per_class - 1] for label, (best, _, _) in scans.items()}
 
     work.mkdir(parents=True, exist_ok=True)
-    raw_path, train_path, valid_path = work / "unshuffled.txt", work / "train.txt", work / "valid.txt"
-    # Lines go to one file in reading order; (shuffle key, offset, length, positive) per line and split.
-    index: dict[bool, list[tuple[int, int, int, int]]] = {False: [], True: []}
-    train_docs = {ci.label: 0 for ci in classes}
-    valid_docs = {ci.label: 0 for ci in classes}
+    raw_path = work / "unshuffled.txt"
+    # Lines go to one file in reading order; (shuffle key, offset, length, positive) per line and part.
+    index: dict[int, list[tuple[int, int, int, int]]] = {}
+    part_docs: dict[int, dict[str, int]] = {}
     taken = {ci.label: 0 for ci in classes}
     selected_sources: dict[str, dict[str, int]] = {ci.label: {} for ci in classes}
     empty = 0
@@ -548,7 +607,7 @@ def build_training_data(
                 sel_ids = [ids[i] for i in sel]
                 texts = decode_texts(table.column("text").take(pa.array(sel)))
                 sources = table.column("source").take(pa.array(sel)).to_pylist()
-                is_valid = hash_ids(sel_ids, k_valid).astype(np.float64) * 2.0**-64 < valid_fraction
+                held = (hash_ids(sel_ids, k_valid).astype(np.float64) * 2.0**-64 < valid_fraction).astype(np.int64)
                 shuffle = hash_ids(sel_ids, k_shuffle)
                 for j, (text, src) in enumerate(zip(texts, sources)):
                     if taken[ci.label] >= per_class:  # only duplicate ids can push a class past its cut
@@ -561,36 +620,30 @@ def build_training_data(
                     selected_sources[ci.label][src] = selected_sources[ci.label].get(src, 0) + 1
                     line = f"{ci.label} {norm}\n".encode()
                     raw.write(line)
-                    held_out = bool(is_valid[j])
-                    index[held_out].append((int(shuffle[j]), offset, len(line), positive))
+                    part = int(fold_of([norm], seed, folds)[0]) if folds > 1 else int(held[j])
+                    index.setdefault(part, []).append((int(shuffle[j]), offset, len(line), positive))
                     offset += len(line)
-                    (valid_docs if held_out else train_docs)[ci.label] += 1
-    for label, n in train_docs.items():
-        if n == 0:
-            raise CurateError(f"no {'positive' if label == POS_LABEL else 'negative'} documents left for training (all empty or held out)")
-    # Deterministic shuffle, whatever the reading order: lines in the order of their shuffle hash.
-    valid_labels = np.zeros(0, dtype=np.int8)
-    with open(raw_path, "rb") as src_fh:
-        fd = src_fh.fileno()
-        for held_out, path in ((False, train_path), (True, valid_path)):
-            entries = sorted(index[held_out])
-            with open(path, "wb") as out:
-                for _key, off, length, _pos in entries:
-                    out.write(os.pread(fd, length, off))
-            if held_out:
-                valid_labels = np.asarray([e[3] for e in entries], dtype=np.int8)
-    raw_path.unlink()
-    return TrainingData(
-        train_path=train_path,
-        valid_path=valid_path,
-        train_docs=train_docs,
-        valid_docs=valid_docs,
+                    counts = part_docs.setdefault(part, {c.label: 0 for c in classes})
+                    counts[ci.label] += 1
+    data = TrainingData(
+        raw_path=raw_path,
+        index=index,
+        part_docs=part_docs,
         available={label: total for label, (_, total, _) in scans.items()},
         per_class=per_class,
         selected_sources=selected_sources,
         empty_skipped=empty,
-        valid_labels=valid_labels,
     )
+    for label in (POS_LABEL, NEG_LABEL):
+        kept = sum(c.get(label, 0) for part, c in part_docs.items() if folds > 1 or part == 0)
+        if kept == 0:
+            raise CurateError(f"no {'positive' if label == POS_LABEL else 'negative'} documents left for training (all empty or held out)")
+    if folds == 1:  # one model: the classic train/held-out files, shuffled
+        data.train_path, data.valid_path = work / "train.txt", work / "valid.txt"
+        data.write(data.train_path, [0])
+        data.valid_labels = data.write(data.valid_path, [1])
+        raw_path.unlink()
+    return data
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -703,9 +756,10 @@ class TrainConfig:
     seed: int = 0
     threads: int = 1
     normalize: str = "lower_punct"
+    folds: int = 5
 
     def check(self) -> None:
-        for name in ("epoch", "word_ngrams", "dim", "min_count", "threads"):
+        for name in ("epoch", "word_ngrams", "dim", "min_count", "threads", "folds"):
             if getattr(self, name) < 1:
                 raise CurateError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
         if not self.lr > 0:
@@ -716,29 +770,71 @@ class TrainConfig:
             raise CurateError(f"unknown normalisation {self.normalize!r}; choose one of: {', '.join(NORMALIZE_MODES)}")
 
 
+def _train_one(train_path: Path, model_path: Path, config: TrainConfig, docs: int) -> Any:
+    """Train one fastText model on ``train_path`` into ``model_path`` (in a fresh process); the loaded model."""
+    tmp = model_path.with_name(f".{model_path.name}.tmp.{os.getpid()}")
+    ft_args = {
+        "input": str(train_path),
+        "lr": config.lr,
+        "epoch": config.epoch,
+        "wordNgrams": config.word_ngrams,
+        "dim": config.dim,
+        "minCount": config.min_count,
+        "bucket": config.bucket,
+        "thread": config.threads,
+        "seed": config.seed & 0x7FFFFFFF,
+        "loss": "softmax",
+        "verbose": 0,
+    }
+    try:
+        error = _run_in_fresh_process(_train_fasttext, (ft_args, str(tmp)))
+        if error and "NaN" in error:
+            raise CurateError(
+                f"fastText training diverged ({error}) on {docs} documents: too few or too uniform texts for these settings; "
+                "add documents or lower --lr"
+            )
+        if error:
+            raise CurateError(f"fastText training failed: {error}")
+        os.replace(tmp, model_path)
+    except OSError as exc:
+        raise CurateError(f"cannot write {model_path}: {exc.strerror or exc}") from None
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+    return load_model.__wrapped__(str(model_path))  # not the cache: the file was just replaced
+
+
+def _predict_file(model: Any, path: Path) -> np.ndarray:
+    return np.concatenate([predict_scores(model, lines, POS_LABEL) for lines in _read_valid(path)] or [np.zeros(0, np.float32)])
+
+
 def train_classifier(
     pos: ClassInput,
     neg: ClassInput,
-    model_path: str | os.PathLike,
+    out: str | os.PathLike,
     config: TrainConfig,
     *,
     keep_data: bool = False,
 ) -> dict[str, Any]:
-    """Build the training data, train fastText, evaluate on the held-out split, write MODEL and MODEL.metrics.json.
+    """Build the training data, train fastText, evaluate out of sample, write the model(s) into ``out``; the record.
 
-    The data files live in a temporary directory beside the model (removed afterwards), or
-    are kept as MODEL.train.txt and MODEL.valid.txt with ``keep_data``. Returns the metrics record.
+    ``config.folds`` K > 1 (cross-fitting): K models ``fold-k.bin``, model k trained on every
+    sampled document outside fold k; metrics from each document's score by the model that
+    did not see it (all K folds pooled), and `quality score` scores every document with the
+    model of its fold, so no document is ever scored by a model that trained on it. K = 1:
+    one ``model.bin`` trained on all but a held-out ``valid_fraction``, measured on that.
+    The data files live in a temporary directory in ``out`` (kept with ``keep_data``).
     """
     config.check()
-    model_path = Path(model_path)
-    if model_path.is_dir():
-        raise CurateError(f"{model_path}: is a directory; --model names the model file to write (e.g. {model_path}/quality.bin)")
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise CurateError(f"{out}: exists and is not a directory (quality train writes a directory)")
     try:
-        model_path.parent.mkdir(parents=True, exist_ok=True)
-        work = Path(tempfile.mkdtemp(prefix=f".{model_path.name}.data.", dir=model_path.parent))
+        out.mkdir(parents=True, exist_ok=True)
+        work = Path(tempfile.mkdtemp(prefix=".data.", dir=out))
     except OSError as exc:
-        raise CurateError(f"cannot write next to {model_path}: {exc.strerror or exc}") from exc
+        raise CurateError(f"cannot write {out}: {exc.strerror or exc}") from exc
     t0 = time.perf_counter()
+    folds = config.folds
     try:
         data = build_training_data(
             pos,
@@ -748,60 +844,66 @@ def train_classifier(
             valid_fraction=config.valid_fraction,
             seed=config.seed,
             normalize=config.normalize,
+            folds=folds,
         )
         t_data = time.perf_counter() - t0
-        log.info(
-            "quality train: %d per class (of %d positive, %d negative available); training on %d, holding out %d",
-            data.per_class,
-            data.available[POS_LABEL],
-            data.available[NEG_LABEL],
-            sum(data.train_docs.values()),
-            sum(data.valid_docs.values()),
-        )
+        total = sum(sum(c.values()) for c in data.part_docs.values())
+        if folds > 1:
+            log.info("quality train: %d per class (of %d positive, %d negative available); %d models, each on %d of %d folds",
+                     data.per_class, data.available[POS_LABEL], data.available[NEG_LABEL], folds, folds - 1, folds)  # fmt: skip
+        else:
+            log.info("quality train: %d per class (of %d positive, %d negative available); training on %d, holding out %d",
+                     data.per_class, data.available[POS_LABEL], data.available[NEG_LABEL], sum(data.train_docs.values()),
+                     sum(data.valid_docs.values()))  # fmt: skip
         t1 = time.perf_counter()
-        tmp = model_path.with_name(f".{model_path.name}.tmp.{os.getpid()}")
-        ft_args = {
-            "input": str(data.train_path),
-            "lr": config.lr,
-            "epoch": config.epoch,
-            "wordNgrams": config.word_ngrams,
-            "dim": config.dim,
-            "minCount": config.min_count,
-            "bucket": config.bucket,
-            "thread": config.threads,
-            "seed": config.seed & 0x7FFFFFFF,
-            "loss": "softmax",
-            "verbose": 0,
-        }
-        try:
-            error = _run_in_fresh_process(_train_fasttext, (ft_args, str(tmp)))
-            if error and "NaN" in error:
-                raise CurateError(
-                    f"fastText training diverged ({error}) on {sum(data.train_docs.values())} documents: "
-                    "too few or too uniform texts for these settings; add documents or lower --lr"
-                )
-            if error:
-                raise CurateError(f"fastText training failed: {error}")
-            os.replace(tmp, model_path)
-        except OSError as exc:
-            raise CurateError(f"cannot write {model_path}: {exc.strerror or exc}") from None
-        finally:
-            Path(tmp).unlink(missing_ok=True)
+        models: list[str] = []
+        words: list[int] = []
+        labels_all, scores_all = [], []
+        kept_files: dict[str, str] = {}
+        if folds == 1:
+            assert data.train_path is not None and data.valid_path is not None and data.valid_labels is not None
+            model = _train_one(data.train_path, out / MODEL_FILE, config, sum(data.train_docs.values()))
+            models.append(MODEL_FILE)
+            words.append(len(model.words))
+            labels_all.append(data.valid_labels)
+            scores_all.append(_predict_file(model, data.valid_path))
+            if keep_data:
+                for name, f in (("train", data.train_path), ("valid", data.valid_path)):
+                    dest = out / f"{MODEL_FILE}.{name}.txt"
+                    os.replace(f, dest)
+                    kept_files[name] = str(dest)
+        else:
+            for k in range(folds):
+                train_k, valid_k = work / f"fold-{k}.train.txt", work / f"fold-{k}.valid.txt"
+                data.write(train_k, [p for p in range(folds) if p != k])
+                labels = data.write(valid_k, [k])
+                n_train = total - sum(data.part_docs.get(k, {}).values())
+                model = _train_one(train_k, out / f"fold-{k}.bin", config, n_train)
+                models.append(f"fold-{k}.bin")
+                words.append(len(model.words))
+                labels_all.append(labels)
+                scores_all.append(_predict_file(model, valid_k))
+                del model
+                for name, f in (("train", train_k), ("valid", valid_k)):
+                    if keep_data:
+                        dest = out / f"fold-{k}.{name}.txt"
+                        os.replace(f, dest)
+                        kept_files[f"fold-{k}.{name}"] = str(dest)
+                    else:
+                        f.unlink()
         t_train = time.perf_counter() - t1
-        model = load_model.__wrapped__(str(model_path))  # not the cache: the file was just replaced
-        scores = np.concatenate(
-            [predict_scores(model, lines, POS_LABEL) for lines in _read_valid(data.valid_path)] or [np.zeros(0, np.float32)]
-        )
-        metrics = binary_metrics(data.valid_labels, scores) if len(scores) else None
-        words = len(model.words)
-        if keep_data:
-            for name, f in (("train", data.train_path), ("valid", data.valid_path)):
-                os.replace(f, model_path.with_name(f"{model_path.name}.{name}.txt"))
+        labels = np.concatenate(labels_all) if labels_all else np.zeros(0, np.int8)
+        scores = np.concatenate(scores_all) if scores_all else np.zeros(0, np.float32)
+        metrics = binary_metrics(labels, scores) if len(scores) else None
     finally:
         shutil.rmtree(work, ignore_errors=True)
+    sampled = {label: sum(c.get(label, 0) for c in data.part_docs.values()) for label in (POS_LABEL, NEG_LABEL)}
     record = {
-        "model": str(model_path),
-        "model_bytes": model_path.stat().st_size,
+        "model": str(out / models[0]),
+        "models": models,
+        "folds": folds,
+        "fold_seed": config.seed,
+        "model_bytes": sum((out / m).stat().st_size for m in models),
         "labels": {"positive": POS_LABEL, "negative": NEG_LABEL},
         "normalize": config.normalize,
         "config": {k: getattr(config, k) for k in TrainConfig.__dataclass_fields__},
@@ -812,35 +914,39 @@ def train_classifier(
         "data": {
             "available": {"positive": data.available[POS_LABEL], "negative": data.available[NEG_LABEL]},
             "per_class": data.per_class,
-            "train": {"positive": data.train_docs[POS_LABEL], "negative": data.train_docs[NEG_LABEL]},
-            "valid": {"positive": data.valid_docs[POS_LABEL], "negative": data.valid_docs[NEG_LABEL]},
+            "sampled": {"positive": sampled[POS_LABEL], "negative": sampled[NEG_LABEL]},
+            "train": {"positive": data.train_docs.get(POS_LABEL, 0), "negative": data.train_docs.get(NEG_LABEL, 0)} if folds == 1 else None,
+            "valid": {"positive": data.valid_docs.get(POS_LABEL, 0), "negative": data.valid_docs.get(NEG_LABEL, 0)} if folds == 1 else None,
+            "folds": {str(k): {"positive": c.get(POS_LABEL, 0), "negative": c.get(NEG_LABEL, 0)} for k, c in sorted(data.part_docs.items())}
+            if folds > 1
+            else None,
             "empty_skipped": data.empty_skipped,
             "sources": {"positive": data.selected_sources[POS_LABEL], "negative": data.selected_sources[NEG_LABEL]},
-            "files": (
-                {"train": f"{model_path}.train.txt", "valid": f"{model_path}.valid.txt"}
-                if keep_data
-                else "temporary (use --keep-data to keep)"
-            ),
+            "files": kept_files or "temporary (use --keep-data to keep)",
         },
-        "vocabulary_words": words,
+        "vocabulary_words": max(words) if words else 0,
         "valid": metrics,
+        "valid_kind": "out-of-fold (cross-fitting)" if folds > 1 else "held-out split",
         "reproducible": config.threads == 1,
         "seconds": {"data": round(t_data, 3), "train": round(t_train, 3), "total": round(time.perf_counter() - t0, 3)},
     }
-    write_json_atomic(metrics_path(model_path), record)
+    write_json_atomic(metrics_path(out / models[0]), record)
     return record
 
 
 @dataclass
 class QualityTrain(Stage):
-    """Train a fastText classifier: positives (__label__hq) vs negatives (__label__cc), into OUT/model.bin.
+    """Train a fastText classifier: positives (__label__hq) vs negatives (__label__cc), into OUT.
 
     Documents are sampled reproducibly (a hash of id and --seed), classes are balanced by
-    cutting the larger one, texts are normalised to one line (lower_punct: lowercase,
-    punctuation split off, whitespace folded), and a held-out split (--valid-fraction)
-    gives precision, recall and F1 at score 0.5, and ROC AUC: printed and written to
-    OUT/_SUCCESS and OUT/model.bin.metrics.json. The data files live in a temporary
-    directory under OUT.
+    cutting the larger one, and texts are normalised to one line (lower_punct: lowercase,
+    punctuation split off, whitespace folded). Cross-fitting (--folds K, default 5): every
+    document is in one of K folds by a hash of its text; model k (OUT/fold-k.bin) is trained on
+    the other folds. `quality score --model OUT` scores each document with the model of its
+    fold, so no document is scored by a model that trained on it (GPT-3 trained on a sample
+    of raw CommonCrawl and scored the rest); precision, recall and F1 at score 0.5 and ROC
+    AUC come from the same out-of-fold scores of every sampled document. --folds 1: one
+    OUT/model.bin and a held-out split (--valid-fraction). Printed and written to OUT/_SUCCESS.
 
     \b
     Example:
@@ -875,7 +981,9 @@ class QualityTrain(Stage):
                                 "bytes on every run.", min=1)  # fmt: skip
     normalize: str = param("lower_punct", "Text normalisation (recorded with the model; `quality score` uses the same by default).",
                            choices=NORMALIZE_MODES)  # fmt: skip
-    keep_data: bool = param(False, "Keep the fastText training and held-out files as OUT/model.bin.train.txt and .valid.txt.",
+    folds: int = param(5, "Cross-fitting folds: K models, each trained without one fold and scoring only it; 1: one model and a "
+                       "held-out split. Scoring holds all K models in memory.", min=1)  # fmt: skip
+    keep_data: bool = param(False, "Keep the fastText training and held-out files in OUT (*.train.txt, *.valid.txt).",
                             record=False)  # fmt: skip
 
     def __post_init__(self) -> None:
@@ -884,7 +992,7 @@ class QualityTrain(Stage):
         self.config = TrainConfig(
             epoch=self.epoch, lr=self.lr, word_ngrams=self.word_ngrams, dim=self.dim, min_count=self.min_count, bucket=self.bucket,
             max_docs_per_class=self.max_docs_per_class, valid_fraction=self.valid_fraction, seed=self.seed,
-            threads=self.threads or default_workers(), normalize=self.normalize,
+            threads=self.threads or default_workers(), normalize=self.normalize, folds=self.folds,
         )  # fmt: skip
         self.config.check()
 
@@ -911,7 +1019,7 @@ class QualityTrain(Stage):
         return train_classifier(
             ClassInput(POS_LABEL, list(self.pos), self.pos_sources),
             ClassInput(NEG_LABEL, list(self.neg), self.neg_sources),
-            out / MODEL_FILE,
+            out,
             self.config,
             keep_data=self.keep_data,
         )
@@ -925,17 +1033,25 @@ def metrics_path(model_path: str | os.PathLike) -> Path:
     return Path(f"{model_path}.metrics.json")
 
 
-def recorded_normalize(model_path: str | os.PathLike) -> str | None:
-    """The normalisation recorded by `curate quality train` beside the model, if any."""
+def training_record(model: str | os.PathLike) -> dict[str, Any] | None:
+    """What `curate quality train` recorded for a model directory or one of its model files (else None)."""
     import json
 
-    f = metrics_path(model_path)
-    if not f.exists():
-        return None
-    try:
-        mode = json.loads(f.read_text()).get("normalize")
-    except (ValueError, OSError, AttributeError):
-        return None
+    p = Path(model)
+    for f in (p / "_SUCCESS", p / f"{MODEL_FILE}.metrics.json") if p.is_dir() else (metrics_path(p), p.parent / "_SUCCESS"):
+        try:
+            rec = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and "normalize" in rec and (p.is_dir() or p.name in (rec.get("models") or [p.name])):
+            return rec
+    return None
+
+
+def recorded_normalize(model_path: str | os.PathLike) -> str | None:
+    """The normalisation recorded by `curate quality train` beside the model, if any."""
+    rec = training_record(model_path)
+    mode = rec.get("normalize") if rec else None
     return mode if mode in NORMALIZE_MODES else None
 
 
@@ -943,21 +1059,27 @@ def train_lines(record: dict[str, Any]) -> list[str]:
     """The CLI's summary of a training run."""
     d = record["data"]
     m = record.get("valid")
+    folds = record.get("folds", 1)
+    if folds > 1:
+        how = f"{folds} models, each trained on {folds - 1} of {folds} folds of {d['sampled']['positive']:,} + {d['sampled']['negative']:,}"
+    else:
+        how = f"trained on {d['train']['positive']:,} + {d['train']['negative']:,}"
     lines = [
         f"quality train: {d['per_class']:,} documents per class (of {d['available']['positive']:,} positive, "
-        f"{d['available']['negative']:,} negative); trained on {d['train']['positive']:,} + {d['train']['negative']:,}, "
-        f"{record['vocabulary_words']:,} words, {record['seconds']['total']:.1f} s"
+        f"{d['available']['negative']:,} negative); {how}, {record['vocabulary_words']:,} words, {record['seconds']['total']:.1f} s"
     ]
     if m:
         auc = "n/a" if m["roc_auc"] is None else f"{m['roc_auc']:.4f}"
+        kind = "out-of-fold" if folds > 1 else "held-out"
         lines.append(
-            f"  held-out ({m['positives']:,} positive, {m['negatives']:,} negative): precision {m['precision']:.3f}  "
+            f"  {kind} ({m['positives']:,} positive, {m['negatives']:,} negative): precision {m['precision']:.3f}  "
             f"recall {m['recall']:.3f}  F1 {m['f1']:.3f}  ROC AUC {auc}  (positive {POS_LABEL}, score >= {m['threshold']})"
         )
     else:
         lines.append("  held-out: no documents (--valid-fraction 0 or too few documents): no metrics")
     mb = record["model_bytes"] / 1e6
-    lines.append(f"  model: {record['model']} ({mb:.1f} MB); metrics: {metrics_path(record['model'])}")
+    where = str(Path(record["model"]).parent)
+    lines.append(f"  {'models' if folds > 1 else 'model'}: {where}/{{{','.join(record.get('models') or [])}}} ({mb:.1f} MB)")
     if not record["reproducible"]:
         lines.append(f"  note: trained with {record['config']['threads']} threads: not bit-reproducible (use --threads 1 for that)")
     return lines

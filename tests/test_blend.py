@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from curate.dataset import ShardWriter
+from curate.dataset import ShardWriter, read_success
 from curate.megatron import IndexedDataset, IndexedDatasetWriter
 from curate.schema import BASE_SCHEMA
 from curate.stages.blend import parse_data_path, partial_count
@@ -180,6 +180,24 @@ def test_dataset_directory_source_is_tokenized(tmp_path, run, sources):
     assert src.num_documents == 15
     out = IndexedDataset(tmp_path / "o" / "blend")
     assert out.num_documents == 30 and out.num_tokens == 2 * src.num_tokens
+
+
+def test_a_source_without_documents_is_an_error_or_a_warning_quiet_does_not_hide(tmp_path, run, sources):
+    d = tmp_path / "clean"
+    d.mkdir()
+    rows = [{"id": str(i), "text": prose(i), "source": "pile/Y", "url": None, "meta": None} for i in range(10)]
+    w = ShardWriter(d / "part-00000.parquet", BASE_SCHEMA)
+    w.write(pa.Table.from_pylist(rows, schema=BASE_SCHEMA))
+    w.close()
+    p, _ = sources["pile/Wikipedia"]
+    body = {"total_tokens": 2_000, "sources": [{"name": "wiki", "path": str(p), "weight": 0.5},
+                                               {"name": "cc", "path": str(d), "sources": "cc/*", "weight": 0.5}]}  # fmt: skip
+    cfg = write_config(tmp_path / "b.yaml", body)
+    r = run("--quiet", "blend", "--config", cfg, "--out", tmp_path / "o", "--workers", "1", ok=False)
+    assert r.exit_code == 1 and "source 'cc': " in r.stderr and "no documents left to tokenize" in r.stderr and "--skip-missing" in r.stderr
+    r = run("--quiet", "blend", "--config", cfg, "--out", tmp_path / "o", "--workers", "1", "--skip-missing")
+    assert "blend: source 'cc' has no documents" in r.stderr  # a warning line, shown under --quiet
+    assert read_success(tmp_path / "o")["skipped_sources"] == ["cc"]
 
 
 def test_partial_count_takes_the_closest_prefix():

@@ -194,6 +194,10 @@ def _stats_tokenizer(prefix: str) -> dict[str, Any] | None:
         return None
 
 
+class EmptySource(CurateError):
+    """A source of the config has no documents (no path, an empty prefix, no document of its sources)."""
+
+
 def inspect_prefix(spec: SourceSpec, prefix: str, where: str) -> SourceInfo:
     """Counts of a tokenized prefix; an empty one is an error naming the source."""
     ds = megatron.IndexedDataset(prefix)
@@ -204,7 +208,7 @@ def inspect_prefix(spec: SourceSpec, prefix: str, where: str) -> SourceInfo:
     n = ds.num_documents
     tokens = ds.num_tokens
     if n == 0 or tokens == 0:
-        raise CurateError(f"{where}: {prefix} is empty (0 documents)")
+        raise EmptySource(f"{prefix} is empty (0 documents)")
     info = SourceInfo(spec, prefix, n, tokens, int(ds.sequence_lengths.max()), ds.dtype, _stats_tokenizer(prefix))
     del ds
     return info
@@ -219,6 +223,40 @@ def _source_prefix(spec: SourceSpec) -> str | None:
     return p if megatron.exists(p) else None
 
 
+def _resolve_source(spec: SourceSpec, where: str, config: BlendConfig, out: Path, run_map: Any) -> SourceInfo:
+    """One source as a tokenized prefix (a dataset directory is tokenized into OUT/sources/ first, or reused)."""
+    from curate.dataset import resolve_inputs
+    from curate.stages.tokenize import NoDocuments, Outputs, source_slug, tokenize_files
+
+    p = _source_prefix(spec)
+    if p is not None:
+        if spec.sources:
+            raise CurateError(f"{where}: sources applies to dataset directories, and {p} is a tokenized prefix")
+        return inspect_prefix(spec, p, where)
+    if not as_path(spec.path).is_dir():
+        raise EmptySource(f"no tokenized prefix ({spec.path}.bin and .idx) or dataset directory at {spec.path}")
+    prefix = out / "sources" / source_slug(spec.name)
+    settings = {"tokenizer": config.tokenizer, "append_eod": config.append_eod, "sources": spec.sources,
+                "input": record_fingerprint(as_path(spec.path)) if is_curate_dir(as_path(spec.path)) else None}  # fmt: skip
+    stats = read_json(as_path(f"{prefix}.stats.json"))
+    work = as_path(f"{prefix}.work")
+    if stats is None or stats.get("blend_source") != settings or not megatron.exists(str(prefix)):
+        log.info("blend: tokenizing %s (%s) into %s", spec.name, spec.path, prefix)
+        try:
+            record = tokenize_files(run_map, resolve_inputs([spec.path]), Outputs(as_path(str(prefix)), False),
+                                    tokenizer=config.tokenizer, append_eod=config.append_eod, sources=spec.sources,
+                                    work_params=settings)  # fmt: skip
+        except NoDocuments as exc:
+            rmtree(work, ignore_errors=True)
+            raise EmptySource(str(exc)) from None
+        except CurateError as exc:
+            raise CurateError(f"{where}: {exc}") from exc
+        write_json_atomic(as_path(f"{prefix}.stats.json"), {**record, "blend_source": settings})
+    if work.exists():  # done (now, or by a run killed before it removed its pieces)
+        rmtree(work, ignore_errors=True)
+    return inspect_prefix(spec, str(prefix), where)
+
+
 def resolve_sources(
     config: BlendConfig,
     out: Path,
@@ -230,46 +268,23 @@ def resolve_sources(
     """Each source as a tokenized prefix: prefixes as they are, dataset directories tokenized into OUT/sources/.
 
     A source tokenized by an earlier run of this blend (same settings and input) is reused.
-    With ``skip_missing`` a source whose path does not exist is left out (its name is
-    appended to ``skipped``) instead of being an error.
+    With ``skip_missing`` a source without documents (no path, an empty prefix, none of its
+    ``sources`` in a directory) is left out with a warning line (its name is appended to
+    ``skipped``) instead of being an error.
     """
-    from curate.stages.tokenize import Outputs, source_slug, tokenize_files
     from curate.tokenizer import load_tokenizer
 
     infos: list[SourceInfo] = []
     for spec in config.sources:
         where = f"{config.path}: source {spec.name!r}"
-        p = _source_prefix(spec)
-        if p is not None:
-            if spec.sources:
-                raise CurateError(f"{where}: sources applies to dataset directories, and {p} is a tokenized prefix")
-            infos.append(inspect_prefix(spec, p, where))
-        elif as_path(spec.path).is_dir():
-            prefix = out / "sources" / source_slug(spec.name)
-            settings = {"tokenizer": config.tokenizer, "append_eod": config.append_eod, "sources": spec.sources,
-                        "input": record_fingerprint(as_path(spec.path)) if is_curate_dir(as_path(spec.path)) else None}  # fmt: skip
-            stats = read_json(as_path(f"{prefix}.stats.json"))
-            work = as_path(f"{prefix}.work")
-            if stats is None or stats.get("blend_source") != settings or not megatron.exists(str(prefix)):
-                log.info("blend: tokenizing %s (%s) into %s", spec.name, spec.path, prefix)
-                from curate.dataset import resolve_inputs
-
-                try:
-                    record = tokenize_files(run_map, resolve_inputs([spec.path]), Outputs(as_path(str(prefix)), False),
-                                            tokenizer=config.tokenizer, append_eod=config.append_eod, sources=spec.sources,
-                                            work_params=settings)  # fmt: skip
-                except CurateError as exc:
-                    raise CurateError(f"{where}: {exc}") from exc
-                write_json_atomic(as_path(f"{prefix}.stats.json"), {**record, "blend_source": settings})
-            if work.exists():  # done (now, or by a run killed before it removed its pieces)
-                rmtree(work, ignore_errors=True)
-            infos.append(inspect_prefix(spec, str(prefix), where))
-        elif skip_missing:
-            log.warning("blend: leaving out source %r: nothing at %s (--skip-missing)", spec.name, spec.path)
+        try:
+            infos.append(_resolve_source(spec, where, config, out, run_map))
+        except EmptySource as exc:
+            if not skip_missing:
+                raise CurateError(f"{where}: {exc}; --skip-missing leaves such a source out (the other weights renormalise)") from None
+            log.warning("blend: source %r has no documents (%s): left out, the other weights renormalise", spec.name, exc)
             if skipped is not None:
                 skipped.append(spec.name)
-        else:
-            raise CurateError(f"{where}: no tokenized prefix ({spec.path}.bin and {spec.path}.idx) or dataset directory at {spec.path}")
     if not infos:
         raise CurateError(f"{config.path}: none of its sources exists")
     # all sources must share one tokenizer
@@ -577,8 +592,8 @@ class BlendStage(Stage):
     max_epochs: float | None = param(None, "Most passes over any source [default: the config's max_epochs, else 10].", min=0.0,
                                      min_open=True)  # fmt: skip
     total_tokens: str | None = param(None, "Override the config's total_tokens (e.g. 270B, 1e6, auto).", metavar="N|auto")
-    skip_missing: bool = param(False, "Leave out sources whose path does not exist (warned) instead of failing; the other weights "
-                               "renormalise.")  # fmt: skip
+    skip_missing: bool = param(False, "Leave out sources that have no documents (no path, an empty prefix, none of their sources), "
+                               "each named in a warning line, instead of failing; the other weights renormalise.")  # fmt: skip
 
     def __post_init__(self) -> None:
         if self.mode not in ("corpus", "megatron-args"):

@@ -228,6 +228,10 @@ def describe_piece(rec: dict[str, Any]) -> str:
 # --------------------------------------------------------------------------- outputs
 
 
+class NoDocuments(CurateError):
+    """Nothing to tokenize: the inputs (or the documents of the selected sources) are empty."""
+
+
 @dataclass
 class Outputs:
     """Where a tokenize run writes: one prefix, or one prefix per source in a directory (local or an fsspec URL)."""
@@ -374,7 +378,7 @@ def tokenize_files(
         stale.unlink(missing_ok=True)
     pieces = plan_pieces(files)
     if sum(p.rows for p in pieces) == 0:
-        raise CurateError(f"{', '.join(str(f) for f in files) or 'the inputs'}: no documents to tokenize")
+        raise NoDocuments(f"{', '.join(str(f) for f in files) or 'the inputs'}: no documents to tokenize")
     done: dict[str, dict[str, Any]] = {}
     pending = []
     for p in pieces:
@@ -393,7 +397,7 @@ def tokenize_files(
 
     merged = _merge_stats(records)
     if merged["documents"] == 0:
-        raise CurateError(f"no documents left to tokenize (skipped: {merged['skipped'] or 'none'})")
+        raise NoDocuments(f"no documents left to tokenize (skipped: {merged['skipped'] or 'none'})")
     base = {
         "stage": "tokenize",
         "curate_version": __version__,

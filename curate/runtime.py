@@ -203,6 +203,9 @@ class Stage:
     error_reasons: ClassVar[frozenset[str]] = frozenset()
     checks_ids: ClassVar[bool] = True  # ids of foreign inputs are checked (sinks that drop ids say False)
     required_columns: ClassVar[tuple[str, ...]] = REQUIRED_COLUMNS  # checked in the inputs before any work
+    #: Report sections this stage feeds: section name -> where its data is in the record (a dotted path,
+    #: e.g. "counters.lang"). Written into the record, so the report reads it without importing the stage.
+    sections: ClassVar[dict[str, str]] = {}
 
     @classmethod
     def display(cls) -> str:
@@ -474,6 +477,8 @@ def run_stage(stage: Stage, common: Common, executor: Executor | None = None) ->
     record["fingerprint"] = sha256_json({"params": params, "outputs": outputs})
     record["output_files"] = [name for name, _ in outputs]
     record["summary"] = stage.summary(record)
+    record["sections"] = dict(stage.sections)
+    record["title"] = stage.display()
     target.write_record(record)
     return record
 

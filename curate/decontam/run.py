@@ -177,6 +177,7 @@ class Decontam(Stage):
     """
 
     name: ClassVar[str] = "decontam"
+    sections: ClassVar[dict[str, str]] = {"decontam": "counters.decontam_per_eval_set", "decontam_index": "decontam"}
     kind: ClassVar[str] = "global"
     evals: list[str] = param([], "Evaluation set (repeatable): a .jsonl/.json/.parquet/.txt file (.gz/.zst too), a directory of them "
                              "(one set per file), or a hub dataset NAME[:CONFIG] loaded with `datasets` ('hub:' forces the hub).",

@@ -152,6 +152,7 @@ class ExactDedup(Stage):
     """
 
     name: ClassVar[str] = "dedup_exact"
+    sections: ClassVar[dict[str, str]] = {"dedup": "dedup"}
     kind: ClassVar[str] = "global"
     options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
     option_help: ClassVar[dict[str, str]] = DEDUP_OPTION_HELP

@@ -308,6 +308,7 @@ class FuzzyDedup(Stage):
     """
 
     name: ClassVar[str] = "dedup_fuzzy"
+    sections: ClassVar[dict[str, str]] = {"dedup": "dedup"}
     kind: ClassVar[str] = "global"
     options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
     option_help: ClassVar[dict[str, str]] = DEDUP_OPTION_HELP

@@ -576,6 +576,7 @@ class BlendStage(Stage):
     """
 
     name: ClassVar[str] = "blend"
+    sections: ClassVar[dict[str, str]] = {"blend": "rows"}
     kind: ClassVar[str] = "sink"
     options: ClassVar[tuple[str, ...]] = ("out", "workers", "overwrite", "executor", "ray_address")
     option_help: ClassVar[dict[str, str]] = {

@@ -148,6 +148,7 @@ class LangIdStage(MapStage):
 
     name: ClassVar[str] = "langid"
     error_reasons: ClassVar[frozenset[str]] = frozenset({"invalid_utf8"})
+    sections: ClassVar[dict[str, str]] = {"languages": "counters.lang", "language_scores": "counters.score"}
     keep: list[str] = param(["en"], "Language to keep (repeatable or comma-separated; en matches en, eng and eng_Latn); "
                             "'all' annotates without dropping.", metavar="LANG", multiple=True, split=True)  # fmt: skip
     min_score: float = param(0.65, "Keep a document only when its language's score is at least this.", min=0.0, max=1.0)

@@ -351,6 +351,7 @@ class QualityStage(MapStage):
 
     name: ClassVar[str] = "quality"
     title: ClassVar[str] = "quality score"
+    sections: ClassVar[dict[str, str]] = {"quality": "counters.score_hist", "quality_model": "params.model"}
     model: str = param(help="The directory `quality train --out` wrote (cross-fitted: each document is scored by the model of its "
                        "fold, which never trained on it), or one fastText classifier (.bin or .ftz).", metavar="DIR|FILE",
                        required=True)  # fmt: skip
@@ -955,6 +956,7 @@ class QualityTrain(Stage):
     """
 
     name: ClassVar[str] = "quality_train"
+    sections: ClassVar[dict[str, str]] = {"quality_model": "valid"}
     kind: ClassVar[str] = "sink"
     options: ClassVar[tuple[str, ...]] = ("out", "overwrite")
     option_help: ClassVar[dict[str, str]] = {"out": "Output directory: OUT/model.bin, OUT/model.bin.metrics.json, OUT/_SUCCESS."}

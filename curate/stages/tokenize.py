@@ -451,6 +451,7 @@ class TokenizeStage(Stage):
     """
 
     name: ClassVar[str] = "tokenize"
+    sections: ClassVar[dict[str, str]] = {"tokens": "per_source"}
     kind: ClassVar[str] = "sink"
     options: ClassVar[tuple[str, ...]] = ("inputs", "out", "workers", "overwrite", "executor", "ray_address")
     option_help: ClassVar[dict[str, str]] = {

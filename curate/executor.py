@@ -298,14 +298,14 @@ class RayExecutor(Executor):
         env = storage_env()
         if env:
             options["runtime_env"] = {"env_vars": env}  # merged with the job's runtime_env
-        remote = ray.remote(**options)(fn)
+        remote = ray.remote(**options)(_ray_task)
         limit = self.workers or len(items)
         queue = list(enumerate(items))
         pending: dict[Any, int] = {}
         while queue or pending:
             while queue and len(pending) < limit:
                 i, item = queue.pop(0)
-                pending[remote.remote(item)] = i
+                pending[remote.remote(fn, item)] = i
             done, _ = ray.wait(list(pending), num_returns=1)
             for ref in done:
                 i = pending.pop(ref)
@@ -322,7 +322,28 @@ class RayExecutor(Executor):
                 except ray.exceptions.RayError as exc:
                     yield i, False, (f"Ray task failed after {self.max_retries} retries: {type(exc).__name__}", True)
                 else:
-                    yield i, True, value
+                    ok, result = value
+                    if ok:
+                        yield i, True, result
+                    elif result[0] == "fatal":
+                        for ref in pending:
+                            ray.cancel(ref)
+                        raise OutputError(result[1])
+                    else:
+                        yield i, False, (result[1], False)
+
+
+def _ray_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
+    """A Ray task: ``fn(item)``; an input error comes back as a value (one line at the driver: no worker
+    traceback in the log, no retry of what will fail again); anything else raises, and Ray retries it."""
+    try:
+        return True, fn(item)
+    except CurateError as exc:
+        if isinstance(exc, OutputError):
+            return False, ("fatal", str(exc))
+        if getattr(exc, "transient", False):
+            raise
+        return False, ("input", str(exc))
 
 
 class _LocalShared:

@@ -70,7 +70,7 @@ from curate.executor import Executor, make_executor
 from curate.executor import default_workers as default_workers  # re-exported: stages do not import the executor
 from curate.executor import show_progress_bar as show_progress_bar
 from curate.schema import BASE_SCHEMA, REQUIRED_COLUMNS, rejected_schema, source_matcher
-from curate.storage import AnyPath, RemotePath, write_bytes_atomic
+from curate.storage import AnyPath, RemotePath, is_url, write_bytes_atomic
 
 log = logging.getLogger("curate")
 
@@ -134,6 +134,18 @@ class Common:
     only_sources: str | None = None
     executor: str = "local"
     ray_address: str | None = None
+
+    def __post_init__(self) -> None:
+        # Local paths become absolute: a Ray task runs in another working directory (or on another machine).
+        self.inputs = [absolute(i) for i in self.inputs]
+        if self.out is not None:
+            self.out = absolute(self.out)
+
+
+def absolute(path: str | os.PathLike) -> str:
+    """A local path made absolute (``~`` expanded); a URL as it is."""
+    s = os.fspath(path)
+    return s if is_url(s) else str(Path(s).expanduser().absolute())
 
 
 #: name -> (annotation, default, declaration) of the shared options.

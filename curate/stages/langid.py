@@ -173,7 +173,7 @@ class LangIdStage(MapStage):
             raise CurateError(f"--min-score must be between 0 and 1, got {self.min_score}")
         if self.max_chars < 100:
             raise CurateError(f"--max-chars must be at least 100, got {self.max_chars}")
-        self.model_path = str(Path(self.model).expanduser()) if self.model else str(DEFAULT_MODEL)
+        self.model_path = str(Path(self.model).expanduser().absolute()) if self.model else str(DEFAULT_MODEL)
         if not Path(self.model_path).is_file():
             raise CurateError(f"{self.model_path}: no such language-ID model file")
         self._keep = set().union(*(_code_group(c) for c in self.keep)) if self.keep else None

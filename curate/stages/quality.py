@@ -375,6 +375,7 @@ class QualityStage(MapStage):
             raise CurateError(f"--threshold must be between 0 and 1, got {self.threshold}")
         if not self.alpha > 0:
             raise CurateError(f"--alpha must be positive, got {self.alpha}")
+        self.model = str(Path(self.model).expanduser().absolute())  # workers (Ray tasks) run elsewhere
         trained = training_record(self.model) if Path(self.model).is_dir() else None
         if trained is not None and trained.get("folds", 1) > 1:  # cross-fitted: one model per fold
             self.fold_models = [str(Path(self.model) / m) for m in trained["models"]]

@@ -334,15 +334,15 @@ class RayExecutor(Executor):
 
 
 def _ray_task(fn: Callable[[Any], Any], item: Any) -> tuple[bool, Any]:
-    """A Ray task: ``fn(item)``; an input error comes back as a value (one line at the driver: no worker
-    traceback in the log, no retry of what will fail again); anything else raises, and Ray retries it."""
+    """A Ray task: ``fn(item)``; a known input error comes back as a value (one line at the driver: no
+    worker traceback in the log, no retry of what will fail again); anything else raises, and Ray retries it."""
     try:
         return True, fn(item)
     except CurateError as exc:
         if isinstance(exc, OutputError):
             return False, ("fatal", str(exc))
-        if getattr(exc, "transient", False):
-            raise
+        if getattr(exc, "transient", False) or getattr(exc, "unexpected", False):
+            raise  # may pass on another try (a flaky node, a bug that depends on the machine): Ray retries it
         return False, ("input", str(exc))
 
 

@@ -661,6 +661,7 @@ def _shard_failed(exc: BaseException, out: OutputDir, name: str, source: AnyPath
     first_line = (str(exc).strip().splitlines() or [""])[0]
     err = CurateError(f"{source}: {type(exc).__name__}: {first_line} (traceback: {log_file})")
     err.transient = isinstance(exc, (OSError, MemoryError))  # type: ignore[attr-defined]
+    err.unexpected = True  # type: ignore[attr-defined]  # not a known input error: Ray may retry it
     return err
 
 

@@ -2,7 +2,10 @@
 
 A module fixture runs a small pipeline in a temporary directory (Pile-style sample files plus
 planted documents, clean, langid, filter, CommonCrawl extract and quality, dedup, decontam,
-tokenize, blend) and writes the report; the tests parse the page with html.parser.
+tokenize, blend) and writes the report; the tests parse the page with html.parser. Planted:
+a duplicate holding a <script>, a German document in Pile-CC, an evaluation passage, and a
+source of German documents only (pile/EuroParl: langid removes all of it, and the blend,
+run with --skip-missing, leaves it out), which the warnings at the top must name.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from click.testing import CliRunner
 
 from curate.cli import cli
 from curate.report import SECTIONS, collect, render, stats_lines
+from curate.report.render import environment
 from tests.conftest import SAMPLE, prose, write_jsonl_zst
 
 SCRIPT = '<script>alert("pwned")</script><img src=x onerror=alert(1)>'
@@ -31,6 +35,11 @@ GERMAN = (
     "Die Stadt liegt am Ufer des Flusses und ist seit dem Mittelalter ein wichtiger Handelsplatz. Im Sommer kommen viele "
     "Besucher, um die alte Kirche, das Rathaus und die engen Gassen der Altstadt zu sehen. Die Bewohner sind stolz auf "
     "ihre Geschichte und feiern jedes Jahr ein großes Fest mit Musik, Essen und Tanz auf dem Marktplatz."
+)
+GERMAN_2 = (
+    "Der Verein wurde vor hundert Jahren gegründet und hat heute mehr als dreitausend Mitglieder in der ganzen Region. "
+    "Jeden Samstag treffen sich die Kinder auf dem Sportplatz hinter der Schule, während die Eltern im Vereinsheim Kaffee "
+    "trinken und über die nächsten Spiele sprechen. Im Winter wird in der großen Halle neben dem Bahnhof trainiert."
 )
 WARC = next((SAMPLE / "cc" / "crawl-data" / "CC-MAIN-2020-50").rglob("*.warc.gz"))
 
@@ -50,6 +59,8 @@ def _planted() -> list[dict]:
         {"text": GERMAN, "meta": {"pile_set_name": "Pile-CC"}},  # rejected by langid (keep en)
         {"text": contaminated, "meta": {"pile_set_name": "Pile-CC"}},  # cut by decontam
         *({"text": prose(9100 + i, 200), "meta": {"pile_set_name": "Pile-CC"}} for i in range(6)),
+        {"text": GERMAN_2, "meta": {"pile_set_name": "EuroParl"}},  # a source langid removes entirely
+        {"text": f"{GERMAN} {GERMAN_2}", "meta": {"pile_set_name": "EuroParl"}},
     ]
 
 
@@ -79,10 +90,10 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory) -> dict:
             "--eval", SAMPLE / "eval" / "qa_like.jsonl", "--eval-field", "qa_like=question,answer", "--workers", 1, "--keep-rejected")  # fmt: skip
     _invoke("--quiet", "tokenize", "--in", out / "decontam", "--out", out / "tokenized", "--per-source", "--workers", 1)
     cfg = root / "blend.yaml"
-    weights = {"pile/Wikipedia": 0.5, "pile/PubMed_Abstracts": 0.3, "pile/Pile-CC": 0.2}
+    weights = {"pile/Wikipedia": 0.5, "pile/PubMed_Abstracts": 0.3, "pile/Pile-CC": 0.2, "pile/EuroParl": 0.1}
     srcs = [{"name": n, "path": str(out / "tokenized" / n.replace("/", "_")), "weight": w} for n, w in weights.items()]
     cfg.write_text(yaml.safe_dump({"total_tokens": "auto", "seed": 1, "sources": srcs}))
-    _invoke("--quiet", "blend", "--config", cfg, "--out", out / "blend", "--workers", 1)
+    _invoke("--quiet", "blend", "--config", cfg, "--out", out / "blend", "--workers", 1, "--skip-missing")
     page = out / "report.html"
     stdout = _invoke("report", out, "--out", page, "--samples", 3)
     return {"root": root, "out": out, "page": page, "html": page.read_text(encoding="utf-8"), "stdout": stdout}
@@ -99,7 +110,12 @@ class Page(HTMLParser):
         self.refs: list[tuple[str, str, str]] = []
         self.tags: set[str] = set()
         self.rows: dict[str, list[list[str]]] = {}
+        self.warnings: list[dict[str, str]] = []  # data-warning/-stage/-source attributes, and "text"
+        self.docs: list[str] = []  # the text of each rejected sample, as a browser shows it
         self._stack: list[str] = []
+        self._warning: list[str] | None = None
+        self._depth = 0
+        self._doc: list[str] | None = None
         self._table: str | None = None
         self._row: list[str] | None = None
         self._cell: list[str] | None = None
@@ -117,6 +133,13 @@ class Page(HTMLParser):
         for k in ("src", "href", "action", "srcset", "poster", "data"):
             if k in a:
                 self.refs.append((tag, k, a[k]))
+        if "data-warning" in a:
+            self.warnings.append(a)
+            self._warning, self._depth = [], 0
+        elif tag == "div" and self._warning is not None:
+            self._depth += 1
+        if tag == "pre" and "doc" in a.get("class", "").split():
+            self._doc = []
         if tag == "table":
             self._table = a.get("id")
             if self._table:
@@ -127,6 +150,14 @@ class Page(HTMLParser):
             self._cell = []
 
     def handle_endtag(self, tag: str) -> None:
+        if tag == "div" and self._warning is not None:
+            if self._depth == 0:
+                self.warnings[-1]["text"] = " ".join("".join(self._warning).split())
+                self._warning = None
+            self._depth -= 1
+        if tag == "pre" and self._doc is not None:
+            self.docs.append("".join(self._doc))
+            self._doc = None
         if tag in ("td", "th") and self._cell is not None and self._row is not None:
             self._row.append("".join(self._cell).strip())
             self._cell = None
@@ -137,6 +168,10 @@ class Page(HTMLParser):
             self._table = None
 
     def handle_data(self, data: str) -> None:
+        if self._warning is not None:
+            self._warning.append(data)
+        if self._doc is not None:
+            self._doc.append(data)
         if self._cell is not None:
             self._cell.append(data)
 
@@ -179,8 +214,8 @@ def test_every_section_and_chart(pipeline: dict, page: Page) -> None:
         assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 5_000
         assert img["alt"]
     assert f", {len(charts)} charts," in pipeline["stdout"]
-    for tid in ("funnel-table", "reasons-table", "sources-table", "languages-table", "quality-quality", "rules-filter", "dedup-table",
-                "dedup-per-source", "decontam-decontam", "tokens-tokenized", "blend-blend"):  # fmt: skip
+    for tid in ("funnel-table", "reasons-table", "sources-table", "languages-table", "quality-quality", "quality-model-quality_model",
+                "rules-filter", "dedup-table", "dedup-per-source", "decontam-decontam", "tokens-tokenized", "blend-blend"):  # fmt: skip
         assert page.rows.get(tid), f"table {tid} missing or empty"
 
 
@@ -268,7 +303,8 @@ def test_stages_in_pipeline_order(pipeline: dict, page: Page) -> None:
 def test_rejected_samples_are_escaped(pipeline: dict, page: Page) -> None:
     html = pipeline["html"]
     assert "<script" not in html and "<img src=x" not in html
-    assert "&lt;script&gt;alert(&quot;pwned&quot;)&lt;/script&gt;" in html
+    assert "script" not in page.tags and all(img["id"].startswith("chart-") for img in page.imgs)
+    assert any(SCRIPT in doc for doc in page.docs)  # shown as the text it is
     samples = html[html.index('id="rejected"') : html.index('id="stages"')]
     assert '<span class="reason">exact_dup</span>' in samples
     assert '<span class="reason">lang</span>' in samples and "Die Stadt liegt" in samples
@@ -339,6 +375,179 @@ def test_errors_are_one_line(pipeline: dict, tmp_path: Path) -> None:
     r = runner.invoke(cli, ["report", str(bad), "--out", str(tmp_path / "r.html")])
     assert r.exit_code == 1 and "_SUCCESS: not valid JSON" in r.stderr
     assert not (tmp_path / "r.html").exists()
+
+
+# --------------------------------------------------------------------------- warnings
+
+
+def _warned(page: Page, kind: str) -> dict[tuple[str, str], str]:
+    """(stage, source) -> the warning's text, for the warnings of one kind."""
+    return {(w["data-stage"], w["data-source"]): w["text"] for w in page.warnings if w["data-warning"] == kind}
+
+
+def test_warnings_come_first_and_say_what_to_do(pipeline: dict, page: Page) -> None:
+    html = pipeline["html"]
+    assert html.index('id="warnings"') < html.index('id="summary"') < html.index('id="funnel"')
+    assert page.warnings and all("What to do:" in w["text"] for w in page.warnings)
+    assert not _warned(page, "stale")  # nothing was re-run
+
+
+def test_warns_about_a_source_filtered_away(pipeline: dict, page: Page) -> None:
+    out = pipeline["out"]
+    euro = json.loads((out / "langid" / "_SUCCESS").read_text())["per_source"]["pile/EuroParl"]
+    assert euro["docs_in"] == 2 and euro["docs_out"] == 0  # the planted condition, as langid recorded it
+    lost = _warned(page, "lost_source")
+    assert set(lost) == {("langid", "pile/EuroParl")}
+    text = lost[("langid", "pile/EuroParl")]
+    assert "pile/EuroParl reaches decontam with no documents" in text and "removed all 2 of its documents: lang 2" in text
+    blend = json.loads((out / "blend" / "_SUCCESS").read_text())
+    assert blend["skipped_sources"] == ["pile/EuroParl"]
+    skipped = _warned(page, "blend_skipped")
+    assert set(skipped) == {("blend", "pile/EuroParl")} and "blend config" in skipped[("blend", "pile/EuroParl")]
+
+
+def test_warns_about_stages_removing_most_of_a_source(pipeline: dict, page: Page) -> None:
+    """Every (stage, source) whose stats say more than half was removed is named with its share (a source removed
+    entirely is named once, by the lost-source warning)."""
+    out = pipeline["out"]
+    expected = {}
+    for f in out.glob("*/_SUCCESS"):
+        rec = json.loads(f.read_text())
+        for src, c in rec.get("per_source", {}).items() if "docs_in" in rec else ():
+            gone = sum(c["rejected"].values())
+            if c["docs_in"] and gone / c["docs_in"] > 0.5 and c["docs_out"] > 0:
+                expected[(f.parent.name, src)] = f"{100 * gone / c['docs_in']:.1f}%"
+    assert ("langid", "pile/Github") in expected  # code is not English: langid keeps 1 of 12
+    heavy = _warned(page, "heavy_removal")
+    assert set(heavy) == set(expected)
+    for (stage, src), share in expected.items():
+        assert f"{stage} removed {share} of {src}" in heavy[(stage, src)]
+
+
+def test_warns_about_each_condition_in_a_pipeline_built_for_it(tmp_path: Path) -> None:
+    """pile/Deutsch (German only) is filtered away, pile/Mixed loses 3 of 4 documents; then clean is re-run with
+    other parameters and --overwrite, and langid (not re-run) is stale until it is run again."""
+    rows = [
+        *({"text": prose(7000 + i, 150), "meta": {"pile_set_name": "Wikipedia"}} for i in range(3)),
+        {"text": prose(7100, 150), "meta": {"pile_set_name": "Mixed"}},
+        *({"text": t, "meta": {"pile_set_name": "Mixed"}} for t in (GERMAN, GERMAN_2, f"{GERMAN_2} {GERMAN}")),
+        *({"text": t, "meta": {"pile_set_name": "Deutsch"}} for t in (GERMAN, GERMAN_2)),
+    ]
+    write_jsonl_zst(tmp_path / "in" / "part.jsonl.zst", rows)
+    out = tmp_path / "out"
+    clean = ["--quiet", "clean", "--in", out / "pile", "--out", out / "clean", "--workers", 1]
+    langid = ["--quiet", "langid", "--in", out / "clean", "--out", out / "langid", "--workers", 1, "--keep-rejected"]
+    _invoke("--quiet", "download", "pile", "--dataset", tmp_path / "in", "--out", out / "pile")
+    _invoke(*clean)
+    _invoke(*langid)
+
+    def report() -> Page:
+        _invoke("report", out, "--out", tmp_path / "report.html")
+        return Page((tmp_path / "report.html").read_text(encoding="utf-8"))
+
+    page = report()
+    assert not _warned(page, "stale")
+    lost = _warned(page, "lost_source")
+    assert set(lost) == {("langid", "pile/Deutsch")} and "removed all 2 of its documents" in lost[("langid", "pile/Deutsch")]
+    heavy = _warned(page, "heavy_removal")
+    assert set(heavy) == {("langid", "pile/Mixed")} and "langid removed 75.0% of pile/Mixed" in heavy[("langid", "pile/Mixed")]
+
+    _invoke(*clean, "--max-blank-lines", 1, "--overwrite")  # upstream re-run with other parameters; langid left as it was
+    recorded = json.loads((out / "langid" / "_SUCCESS").read_text())["params"]["input_fingerprints"]
+    assert recorded != [json.loads((out / "clean" / "_SUCCESS").read_text())["fingerprint"]]
+    stale = _warned(report(), "stale")
+    assert set(stale) == {("langid", "")}
+    assert "langid is stale: clean changed after langid read it" in stale[("langid", "")] and "Re-run langid" in stale[("langid", "")]
+
+    _invoke(*langid)  # the same command: it sees its changed input and starts again
+    assert not _warned(report(), "stale")
+
+
+# --------------------------------------------------------------------------- what stages declare
+
+
+HOSTILE = '</pre><script>alert(1)</script>"><img src=x onerror=alert(2)>\x00\x1b&amp;'
+
+
+def _stage_dir(root: Path, name: str, record: dict, rejected: dict | None = None) -> Path:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    d = root / name
+    d.mkdir(parents=True)
+    (d / "_SUCCESS").write_text(json.dumps(record))
+    if rejected is not None:
+        (d / "_rejected").mkdir()
+        pq.write_table(pa.table(rejected), d / "_rejected" / "part-00000.parquet")
+    return d
+
+
+def test_a_new_stage_without_declarations_is_reported(tmp_path: Path) -> None:
+    """A stage the report knows nothing of (no sections): funnel, per-source tables, samples and its counters;
+    hostile text (document, source, id) is shown as text."""
+    src = 'web/"><b>bold</b>'
+    rec = {"stage": "pii", "title": "pii", "sections": {}, "summary": ["pii: 5 -> 3 docs", "  output: x", "  emails found: 3"],
+           "docs_in": 5, "docs_out": 3, "bytes_in": 500, "bytes_out": 300, "rejected": {"pii_email": {"docs": 2, "bytes": 200}},
+           "per_source": {src: {"docs_in": 5, "docs_out": 3, "bytes_in": 500, "bytes_out": 300, "rejected": {"pii_email": 2}}},
+           "counters": {"pii": {"email": 3, "phone": 1}}, "params": {"inputs": []}, "wall_seconds": 0.5}  # fmt: skip
+    hostile_id = '"><img src=x onerror=alert(3)>'
+    d = _stage_dir(tmp_path, "pii", rec, {"id": [hostile_id, "b"], "text": [HOSTILE, "mail me at a@b.c"], "source": [src, src],
+                                          "reason": ["pii_email", "pii_email"]})  # fmt: skip
+    html, charts = render(collect([d]), samples=2)
+    page = Page(html)
+    funnel = {r[0]: r for r in page.rows["funnel-table"][1:]}
+    assert funnel["pii"][3:6] == ["5", "3", "60.0%"]
+    assert page.rows["sources-table"][1][:3] == [src, "5", "3"]
+    assert page.rows["per-source-pii"][1][:3] == [src, "5", "3"]
+    assert ["pii.email", "3"] in page.rows["counters-pii"] and ["pii.phone", "1"] in page.rows["counters-pii"]
+    assert charts == 2  # funnel and sources
+    # hostile text: no markup of its own reaches the page, and a browser shows exactly the text (control characters as U+FFFD)
+    assert "<script" not in html and "<img src=x" not in html and "<b>bold" not in html
+    assert "script" not in page.tags and all(img["id"].startswith("chart-") for img in page.imgs)
+    assert HOSTILE.replace("\x00", "\ufffd").replace("\x1b", "\ufffd") in page.docs
+    assert hostile_id in html.replace("&#34;", '"').replace("&gt;", ">").replace("&lt;", "<")  # the id, escaped
+    assert not page.warnings  # 40% removed: nothing to warn about
+
+
+def test_sections_come_from_declarations_not_counter_shapes(tmp_path: Path) -> None:
+    rec = {"stage": "lid2", "title": "lid2", "sections": {"languages": "counters.by_language", "scripts": "counters.scripts"},
+           "docs_in": 12, "docs_out": 12, "bytes_in": 10, "bytes_out": 10, "rejected": {}, "per_source": {}, "params": {},
+           "counters": {"by_language": {"fr": 5, "en": 7}, "lang": {"de": 99}, "scripts": {"Latn": 12}}}  # fmt: skip
+    page = Page(render(collect([_stage_dir(tmp_path, "lid2", rec)]))[0])
+    assert [r[:2] for r in page.rows["languages-table"][1:]] == [["en", "7"], ["fr", "5"]]
+    keys = {tuple(json.loads(n["data-key"])) for n in page.numbers}
+    assert ("counters", "by_language", "en") in keys and not any(k[:2] == ("counters", "lang") for k in keys)
+    assert page.rows["section-scripts-lid2"][1] == ["Latn", "12"]  # a section this page does not draw: listed in the details
+    # a record that declares something else is not read for languages, whatever its counters look like
+    rec["sections"] = {"scripts": "counters.scripts"}
+    rec["stage"] = "langid"  # the fallback by name is only for records that declare nothing
+    (tmp_path / "lid2" / "_SUCCESS").write_text(json.dumps(rec))
+    page = Page(render(collect([tmp_path / "lid2"]))[0])
+    assert "languages-table" not in page.rows
+
+
+def test_records_without_declarations_fall_back_by_stage_name(pipeline: dict, tmp_path: Path) -> None:
+    out = pipeline["out"]
+    for d in ("langid", "filter", "quality", "quality_model", "dedup", "decontam", "tokenized", "blend"):
+        rec = json.loads((out / d / "_SUCCESS").read_text())
+        rec.pop("sections", None)
+        rec.pop("title", None)
+        (tmp_path / d).mkdir()
+        (tmp_path / d / "_SUCCESS").write_text(json.dumps(rec))
+    page = Page(render(collect([tmp_path]), samples=0)[0])
+    for tid in ("languages-table", "rules-filter", "quality-quality", "quality-model-quality_model", "dedup-table", "decontam-decontam",
+                "tokens-tokenized", "blend-blend"):  # fmt: skip
+        assert page.rows.get(tid), tid
+
+
+def test_the_template_escapes_everything() -> None:
+    import curate.report
+
+    assert environment().autoescape is True
+    for f in Path(curate.report.__file__).parent.rglob("*"):
+        if f.suffix in (".py", ".j2"):
+            text = f.read_text().replace(" ", "")
+            assert "|safe" not in text and "Markup(" not in text and "html.escape" not in text and "autoescapefalse" not in text, f
 
 
 def _chromium() -> str | None:

@@ -90,7 +90,10 @@ def test_sample_extract_matches_manifest(run, tmp_path):
         assert want == row["reason"] or (
             want is None and row["reason"] == "empty" and recs[row["id"]]["kind"] in ("navigation_only", "thin")
         )
-    assert {recs[i]["expect"] for i in kept["id"]} == {None}
+    # a page over --max-html-bytes is cut there and extracted (issue 17), no longer rejected as too_large
+    assert {recs[i]["expect"] for i in kept["id"]} == {None, "too_large"}
+    big = kept[kept["id"].map(lambda i: recs[i]["expect"] == "too_large")]
+    assert len(big) == 1 and json.loads(big["meta"].iloc[0])["html_truncated"] == 1_000_000 and "row 1 of a very long" in big["text"].iloc[0]
     for kind in ("udhr", "handbook", "pile_copy", "charset_wrong", "charset_missing", "charset_meta_only", "no_content_type"):
         assert all(i in set(kept["id"]) for i, r in recs.items() if r["kind"] == kind), kind
     assert set(kept["source"]) == {"cc/CC-MAIN-2020-50", "cc/CC-MAIN-2021-04"}
@@ -113,6 +116,7 @@ def test_sample_extract_matches_manifest(run, tmp_path):
     ctext = kept.set_index("id").loc[copy, "text"]
     assert "Accept all" not in ctext and "Most read" not in ctext and "Privacy policy" not in ctext
     stats = read_success(out)
+    assert stats["counters"]["truncated_html"] == 1
     assert stats["counters"]["records"] == {"warcinfo": 4, "request": len(recs), "response": len(recs), "metadata": len(recs)}
     assert stats["counters"]["ftfy_fixed"] >= 1 and stats["counters"]["charset"]["detected"] >= 3
 
@@ -165,7 +169,8 @@ def test_bad_inputs_are_counted_and_the_rest_is_read(run, tmp_path, caplog):
                                   *pages(1, 200)])  # fmt: skip
     (d / "garbage.warc.gz").write_bytes(b"this is not a WARC file at all\n" * 20)
 
-    res = run("extract", "--in", d, "--out", tmp_path / "out", "--source", "cc/TEST", "--keep-rejected", "--workers", 1)
+    res = run("extract", "--in", d, "--out", tmp_path / "out", "--source", "cc/TEST", "--keep-rejected", "--workers", 1,
+              "--max-record-bytes", 20_000_000)  # the 50 MB page stays over the hard cap (too_large)  # fmt: skip
     kept, rej = pd.read_parquet(tmp_path / "out"), pd.read_parquet(tmp_path / "out" / "_rejected")
     by_file = kept.assign(f=kept["meta"].map(lambda m: json.loads(m)["warc_file"])).groupby("f")["url"].apply(sorted).to_dict()
     u = [f"https://example.org/{i}" for i in range(6)]

@@ -6,6 +6,16 @@ Mojibake of UTF-8 read as Latin-1 or Windows-1252 always contains a lead charact
 (U+00C2-U+00F4) followed by a continuation-like one; ``_MOJIBAKE`` finds that pair at
 regex speed. Only documents with such a pair go through ``ftfy.fix_text``; the others get
 ftfy's cheap fixes (ligatures, width) only when they hold such characters, and NFC.
+
+Width. Full-width (and half-width) forms are folded as ftfy folds them (``ＡＢＣ１２３`` ->
+``ABC123``, half-width katakana -> katakana) with one exception: full-width punctuation and
+the ideographic space (``，；！：？（）``, U+3000) are kept next to CJK text. They are not
+compatibility variants there but the punctuation of Chinese and Japanese typesetting; ftfy
+(like NFKC) would turn ``你好，世界！`` into ``你好,世界!``, a form CJK text does not use.
+Whether a run of such punctuation belongs to CJK text is told by its neighbours (the
+nearest character before and after it, past spaces and quotes), not by the document: a
+bilingual page, or an English article quoting a Chinese sentence, keeps each part's own
+punctuation, and ``ｆｕｌｌ ｗｉｄｔｈ！`` in English text is still folded to ``full width!``.
 """
 
 from __future__ import annotations
@@ -19,6 +29,7 @@ import ftfy
 import ftfy.fixes
 import pyarrow as pa
 import pyarrow.compute as pc
+from ftfy.chardata import WIDTH_MAP
 
 from curate.dataset import repair_utf8
 from curate.runtime import MapResult, MapStage, param
@@ -37,6 +48,36 @@ _MOJIBAKE = re.compile(
     "|\ufffd"
 )
 _CHEAP_FIXES = re.compile("[\ufb00-\ufb06\uff01-\uff5e\u3000]")
+
+# full-width punctuation and symbols (not letters or digits) and the ideographic space: kept next to CJK text
+_FW_PUNCT = "\u3000\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff60\uffe0-\uffe6"
+_FW_PUNCT_RUN = re.compile(f"[{_FW_PUNCT}]+")
+_FW_PUNCT_CHARS = re.compile(f"[{_FW_PUNCT}]")
+_WIDTH_ALWAYS = {k: v for k, v in WIDTH_MAP.items() if not _FW_PUNCT_CHARS.fullmatch(chr(k))}  # letters, digits, half-width forms
+# Han, kana, Hangul, bopomofo, CJK symbols and punctuation (、。「」), CJK compatibility and half-width kana/Hangul
+_CJK = re.compile("[\u2e80-\u2fdf\u3001-\u303f\u3040-\u31ff\u3200-\u9fff\ua960-\ua97f\uac00-\ud7ff\uf900-\ufaff"
+                  "\ufe30-\ufe4f\uff61-\uffdc\U00020000-\U0003ffff]")  # fmt: skip
+_SKIP_AROUND = " \t\r\n\u00a0\"'\u2018\u2019\u201c\u201d"
+
+
+def _punct_run(m: re.Match) -> str:
+    """A run of full-width punctuation, kept when the text next to it is CJK, else folded as ftfy folds it."""
+    s, i, j = m.string, m.start() - 1, m.end()
+    while i >= 0 and i > m.start() - 16 and s[i] in _SKIP_AROUND:
+        i -= 1
+    while j < len(s) and j < m.end() + 16 and s[j] in _SKIP_AROUND:
+        j += 1
+    if (i >= 0 and _CJK.match(s[i])) or (j < len(s) and _CJK.match(s[j])):
+        return m.group(0)
+    return m.group(0).translate(WIDTH_MAP)
+
+
+def fix_width(text: str) -> str:
+    """ftfy's ``fix_character_width``, except that full-width punctuation next to CJK text keeps its width (module docstring)."""
+    if _CJK.search(text):
+        text = _FW_PUNCT_RUN.sub(_punct_run, text)
+        return text.translate(_WIDTH_ALWAYS)
+    return text.translate(WIDTH_MAP)
 
 
 @dataclass
@@ -65,9 +106,15 @@ class CleanStage(MapStage):
             text = _SURROGATES.sub("\ufffd", text)
             if _MOJIBAKE.search(text):
                 used_ftfy = True
-                new = ftfy.fix_text(text, normalization=self._form or None, unescape_html=False, uncurl_quotes=False)
+                new = ftfy.fix_text(
+                    text, normalization=self._form or None, unescape_html=False, uncurl_quotes=False, fix_character_width=False
+                )
+                folded = fix_width(new)
+                if folded != new and self._form:  # fix_text normalised before the width fix
+                    folded = unicodedata.normalize(self._form, folded)
+                new = folded
             elif _CHEAP_FIXES.search(text):
-                new = ftfy.fixes.fix_character_width(ftfy.fixes.fix_latin_ligatures(text))
+                new = fix_width(ftfy.fixes.fix_latin_ligatures(text))
             else:
                 new = text
             fixed = new != text

@@ -1,5 +1,7 @@
-"""Heuristic filters: every rule just passing and just failing its published threshold, the
-word splitter against spaCy's output, per-source rule choice, counters, bad input."""
+"""Heuristic filters: every rule just passing and just failing its published threshold (in the
+published presets, and in datatrove's where they differ), the word splitter against spaCy's
+output, per-source rule choice, counters, bad input. The presets' published edge cases are in
+tests/test_filter_presets.py."""
 
 from __future__ import annotations
 
@@ -19,7 +21,7 @@ from curate.dataset import read_success
 from curate.errors import CurateError
 from curate.schema import BASE_SCHEMA
 from curate.stages.filters import RULE_SETS, FilterConfig, default_config_path
-from curate.stages.filters.c4 import count_sentences
+from curate.stages.filters.c4 import PUNKT_ENDS, count_sentences
 from curate.stages.filters.text import Doc, words
 from tests.conftest import prose, write_raw_shard
 
@@ -55,21 +57,28 @@ def pad_to(text: str, total: int, sep: str = " ") -> str:
     return out
 
 
-def only(rule_set: str, *keys: str) -> dict:
-    """The rule set's thresholds with every rule off except ``keys`` (at their published defaults)."""
+# what defines a rule set's reading rather than turning a rule on or off
+DEFINITION_KEYS = ("short_line_length", "line_punct_exclude_zero", "remove_citations", "remove_lines", "words_after_citations")
+
+
+def only(rule_set: str, *keys: str, preset: str | None = None) -> dict:
+    """A preset's thresholds (default: the published one) with every rule off except ``keys``."""
     rs = RULE_SETS[rule_set]
     th = {}
-    for k, v in rs.defaults.items():
-        if k in keys or isinstance(v, list) or k in ("short_line_length", "line_punct_exclude_zero", "remove_citations", "remove_lines"):
+    for k, v in rs.thresholds(preset=preset).items():
+        if k in keys or isinstance(v, (list, str)) or k in DEFINITION_KEYS:
             th[k] = v
         else:
             th[k] = False if isinstance(v, bool) else None
     return th
 
 
-def fails(rule_set: str, text: str, th: dict | None = None) -> str | None:
+def fails(rule_set: str, text: str, th: dict | None = None, preset: str | None = None) -> str | None:
     rs = RULE_SETS[rule_set]
-    return rs.check(Doc(text), th if th is not None else rs.thresholds(), {})
+    return rs.check(Doc(text), th if th is not None else rs.thresholds(preset=preset), {})
+
+
+BOTH = pytest.mark.parametrize("preset", ["paper", "datatrove"])
 
 
 # --------------------------------------------------------------------------- word splitting
@@ -128,32 +137,44 @@ def test_sentences_like_spacy_sentencizer():
     assert count_sentences('He said "hi." Then he left.') == 2
     assert count_sentences("No end mark here") == 1
     assert count_sentences("") == 0
+    # spaCy's sentence-final marks include the ideographic full stop; Punkt's English ones are . ? ! only
+    assert count_sentences("It is one。 It is two。") == 2
+    assert count_sentences("It is one。 It is two。", PUNKT_ENDS) == 1
+    assert count_sentences("One here. Two here! Three here?", PUNKT_ENDS) == 3
 
 
 # --------------------------------------------------------------------------- Gopher quality
 
 
-def test_gopher_word_count_bounds():
-    th = only("gopher_quality", "min_words", "max_words")
+@BOTH
+def test_gopher_word_count_bounds(preset):
+    th = only("gopher_quality", "min_words", "max_words", preset=preset)
     ws = distinct_words(100_001)
     assert fails("gopher_quality", " ".join(ws[:50]), th) is None
     assert fails("gopher_quality", " ".join(ws[:49]), th) == "word_count"
-    assert fails("gopher_quality", " ".join(ws[:49]) + " , . !", th) == "word_count"  # symbols are not words
     assert fails("gopher_quality", " ".join(ws[:100_000]), th) is None
     assert fails("gopher_quality", " ".join(ws), th) == "word_count"
+    # datatrove leaves tokens made only of its punctuation out of the count; whitespace words are words
+    assert fails("gopher_quality", " ".join(ws[:49]) + " , . !", th) == ("word_count" if preset == "datatrove" else None)
+    assert fails("gopher_quality", " ".join(ws[:49]) + ".", th) == "word_count"  # attached: no word in either reading
 
 
-def test_gopher_mean_word_length_bounds():
-    th = only("gopher_quality", "min_mean_word_length", "max_mean_word_length")
+@BOTH
+def test_gopher_mean_word_length_bounds(preset):
+    th = only("gopher_quality", "min_mean_word_length", "max_mean_word_length", preset=preset)
     assert fails("gopher_quality", " ".join(["the"] * 30 + ["and"] * 30), th) is None  # mean 3.0
     assert fails("gopher_quality", " ".join(["the"] * 30 + ["and"] * 29 + ["an"]), th) == "mean_word_length"
     ten = distinct_words(60, 10)
     assert fails("gopher_quality", " ".join(ten), th) is None  # mean 10.0
     assert fails("gopher_quality", " ".join(ten[:-1] + ["abcdefghijk"]), th) == "mean_word_length"
+    # punctuation: part of a whitespace word's length; a token of its own (and no word) for datatrove
+    text = " ".join(["the"] * 30 + ["and"] * 29 + ["an."])
+    assert fails("gopher_quality", text, th) == (None if preset == "paper" else "mean_word_length")
 
 
-def test_gopher_symbol_word_ratio():
-    th = only("gopher_quality", "max_symbol_word_ratio")
+@BOTH
+def test_gopher_symbol_word_ratio(preset):
+    th = only("gopher_quality", "max_symbol_word_ratio", preset=preset)
     ws = distinct_words(63)
     assert fails("gopher_quality", " ".join(ws + ["#"] * 7), th) is None  # 7 / 70 = 0.1
     assert fails("gopher_quality", " ".join(ws + ["#"] * 8), th) == "symbol_word_ratio"
@@ -161,36 +182,48 @@ def test_gopher_symbol_word_ratio():
     assert fails("gopher_quality", " ".join(ws[:-1] + ["..."] * 6 + ["…"] * 2), th) == "symbol_word_ratio"  # 8 / 70
 
 
-def test_gopher_bullet_and_ellipsis_lines():
+@BOTH
+def test_gopher_bullet_and_ellipsis_lines(preset):
     ws = distinct_words(60)
     lines = [" ".join(ws[i * 6 : i * 6 + 6]) for i in range(10)]
-    th = only("gopher_quality", "max_bullet_lines_ratio")
+    th = only("gopher_quality", "max_bullet_lines_ratio", preset=preset)
     assert fails("gopher_quality", "\n".join(["- " + ln for ln in lines[:9]] + lines[9:]), th) is None  # 0.9
     assert fails("gopher_quality", "\n".join(["• " + ln for ln in lines]), th) == "bullet_lines"
-    th = only("gopher_quality", "max_ellipsis_lines_ratio")
+    th = only("gopher_quality", "max_ellipsis_lines_ratio", preset=preset)
     assert fails("gopher_quality", "\n".join([ln + "..." for ln in lines[:3]] + lines[3:]), th) is None  # 0.3
     assert fails("gopher_quality", "\n".join([ln + "…" for ln in lines[:4]] + lines[4:]), th) == "ellipsis_lines"
 
 
-def test_gopher_alpha_words_ratio():
-    th = only("gopher_quality", "min_alpha_words_ratio")
+@BOTH
+def test_gopher_alpha_words_ratio(preset):
+    th = only("gopher_quality", "min_alpha_words_ratio", preset=preset)
     ws = distinct_words(80)
     assert fails("gopher_quality", " ".join(ws + ["1234"] * 20), th) is None  # 80 / 100
     assert fails("gopher_quality", " ".join(ws[:79] + ["1234"] * 21), th) == "alpha_words"
-    assert fails("gopher_quality", " ".join(ws[:79] + [","] * 21), th) == "alpha_words"  # punctuation counts as words here
+    assert fails("gopher_quality", " ".join(ws[:79] + [","] * 21), th) == "alpha_words"  # a lone comma is a word in both
+    # a comma after a word: no word for the paper, a word without a letter for datatrove (80 / 101)
+    assert fails("gopher_quality", " ".join(ws[:60]) + ", " + " ".join(ws[60:] + ["1234"] * 20), th) == (
+        None if preset == "paper" else "alpha_words"
+    )
 
 
-def test_gopher_stop_words():
-    th = only("gopher_quality", "min_stop_words")
+@BOTH
+def test_gopher_stop_words(preset):
+    th = only("gopher_quality", "min_stop_words", preset=preset)
     ws = distinct_words(60)
     assert fails("gopher_quality", " ".join(ws + ["the", "and"]), th) is None
     assert fails("gopher_quality", " ".join(ws + ["the", "the", "The", "AND"]), th) == "stop_words"  # case-sensitive
+    assert fails("gopher_quality", " ".join(ws + ["(the", "and."]), th) is None  # punctuation around a word is no part of it
 
 
-def test_gopher_quality_defaults_on_prose_and_junk():
-    assert fails("gopher_quality", prose(1, 300)) is None
-    assert fails("gopher_quality", "Buy now! " * 3) == "word_count"
-    assert fails("gopher_quality", " ".join(["12.5", "|", "kg", "3.1", "|"] * 40)) == "alpha_words"
+@BOTH
+def test_gopher_quality_defaults_on_prose_and_junk(preset):
+    assert fails("gopher_quality", prose(1, 300), preset=preset) is None
+    assert fails("gopher_quality", "Buy now! " * 3, preset=preset) == "word_count"
+    assert fails("gopher_quality", " ".join(["12.50", "1999", "3.14", "kgs", "20.5"] * 40), preset=preset) == "alpha_words"
+    # "|" is a one-character word for the paper (mean length 2.2); a symbol for datatrove (mean 3)
+    table = " ".join(["12.5", "|", "kg", "3.1", "|"] * 40)
+    assert fails("gopher_quality", table, preset=preset) == ("mean_word_length" if preset == "paper" else "alpha_words")
 
 
 # --------------------------------------------------------------------------- Gopher repetition
@@ -232,53 +265,61 @@ def test_repetition_top_ngrams():
     assert fails("gopher_repetition", pad_to(head, 549), th) == "top_4gram_frac"
 
 
+@BOTH
 @pytest.mark.parametrize("n,limit", [(5, 0.15), (6, 0.14), (7, 0.13), (8, 0.12), (9, 0.11), (10, 0.10)])
-def test_repetition_duplicate_ngrams(n, limit):
+def test_repetition_duplicate_ngrams(n, limit, preset):
     phrase = distinct_words(n, 6)  # a repeated n-gram of 6n characters (words concatenated)
     chars = 6 * n
     total = math.ceil(chars / limit - 1e-9)
-    th = only("gopher_repetition", f"dup_{n}gram_frac")
+    th = only("gopher_repetition", f"dup_{n}gram_frac", preset=preset)
     head = " ".join(phrase) + " qqqqqq " + " ".join(phrase)
     assert Doc(pad_to(head, total)).duplicate_ngram_chars(n) == chars
     assert fails("gopher_repetition", pad_to(head, total), th) is None
     assert fails("gopher_repetition", pad_to(head, total - 1), th) == f"dup_{n}gram_frac"
 
 
-def test_duplicate_ngrams_scan_skips_past_a_match():
+@pytest.mark.parametrize("joined", [False, True])
+def test_duplicate_ngrams_scan_skips_past_a_match(joined):
     # "a b c d e a b c d e a b c d e": the second copy counts, the scan jumps 5 words, the third counts
     d = Doc(" ".join(["ab", "cd", "ef", "gh", "ij"] * 3))
-    assert d.duplicate_ngram_chars(5) == 2 * 10
-    assert Doc(" ".join(distinct_words(50))).duplicate_ngram_chars(5) == 0
+    assert d.duplicate_ngram_chars(5, joined) == 2 * 10
+    assert Doc(" ".join(distinct_words(50))).duplicate_ngram_chars(5, joined) == 0
 
 
 # --------------------------------------------------------------------------- C4
 
 
-def c4_check(text: str, th: dict | None = None) -> tuple[str | None, str, dict]:
+def c4_check(text: str, th: dict | None = None, preset: str | None = None) -> tuple[str | None, str, dict]:
     rs = RULE_SETS["c4"]
     doc = Doc(text)
     counters: dict = {}
-    reason = rs.check(doc, th or rs.thresholds(), counters)
+    reason = rs.check(doc, th or rs.thresholds(preset=preset), counters)
     return reason, doc.text, counters
+
+
+C4_PRESETS = pytest.mark.parametrize("preset,min_sentences", [("tfds", 3), ("datatrove", 5)])
 
 
 SENT = ["The river runs through the city.", "Music was played in the hall.", "The king built a large church.",
         "People came from every town.", "The war ended after several years.", "Water is known to be clear."]  # fmt: skip
 
 
-def test_c4_min_sentences():
-    assert c4_check("\n".join(SENT[:5]))[0] is None
-    assert c4_check("\n".join(SENT[:4]))[0] == "min_sentences"
-    assert c4_check(" ".join(SENT[:5]))[0] is None  # five sentences on one line
-    assert c4_check(" ".join(SENT[:3]) + " Mr. Smith agreed.")[0] == "min_sentences"  # Mr. ends no sentence
+@C4_PRESETS
+def test_c4_min_sentences(preset, min_sentences):
+    k = min_sentences
+    assert c4_check("\n".join(SENT[:k]), preset=preset)[0] is None
+    assert c4_check("\n".join(SENT[: k - 1]), preset=preset)[0] == "min_sentences"
+    assert c4_check(" ".join(SENT[:k]), preset=preset)[0] is None  # all on one line
+    assert c4_check(" ".join(SENT[: k - 2]) + " Mr. Smith agreed to it.", preset=preset)[0] == "min_sentences"  # Mr. ends no sentence
 
 
-def test_c4_line_rules_remove_lines_and_count_them():
+@C4_PRESETS
+def test_c4_line_rules_remove_lines_and_count_them(preset, min_sentences):
     text = "\n".join(
         [
             "Home | About | Contact",  # no terminal punctuation
             *SENT[:5],
-            "Hi there.",  # fewer than 3 words
+            "Hi there.",  # fewer than 3 (or 5) words
             "Please enable JavaScript to view the comments.",
             "This site uses cookies to improve your experience.",
             "See the notes [1] and [citation needed] below.",
@@ -286,7 +327,7 @@ def test_c4_line_rules_remove_lines_and_count_them():
             "The end of the text...",  # an ellipsis is no terminal punctuation
         ]
     )
-    reason, new, counters = c4_check(text)
+    reason, new, counters = c4_check(text, preset=preset)
     assert reason is None
     assert new.splitlines() == [*SENT[:5], "See the notes  and  below."]
     assert counters == {
@@ -297,20 +338,24 @@ def test_c4_line_rules_remove_lines_and_count_them():
         "line_max_word_length": 1,
         "docs_changed": 1,
     }
-    assert c4_check("A " + "w" * 1000 + " word.\n" + "\n".join(SENT[:5]))[1].startswith("A w")  # 1,000 is allowed
+    assert c4_check("A " + "w" * 1000 + " word in a line.\n" + "\n".join(SENT[:5]), preset=preset)[1].startswith("A w")  # 1,000 is allowed
 
 
-def test_c4_javascript_removal_can_leave_too_few_sentences():
-    assert c4_check("\n".join(SENT[:4] + ["Enable javascript to read on."]))[0] == "min_sentences"
+@C4_PRESETS
+def test_c4_javascript_removal_can_leave_too_few_sentences(preset, min_sentences):
+    lines = SENT[: min_sentences - 1] + ["Please enable javascript to read on."]
+    assert c4_check("\n".join(lines), preset=preset)[0] == "min_sentences"
 
 
-def test_c4_lorem_ipsum_and_curly_bracket_only_in_kept_lines():
+@C4_PRESETS
+def test_c4_lorem_ipsum_and_curly_bracket_only_in_kept_lines(preset, min_sentences):
     base = "\n".join(SENT[:5])
-    assert c4_check(base + "\nLorem ipsum dolor sit amet.")[0] == "lorem_ipsum"
-    assert c4_check(base + "\nlorem ipsum dolor sit amet")[0] is None  # the line goes first (no end mark)
-    assert c4_check(base + "\nfunction f() { return 1; }.")[0] == "curly_bracket"
-    assert c4_check(base + "\nfunction f() { return 1; }")[0] is None
-    assert c4_check(base + "\nLorem ipsum dolor sit amet.", {**RULE_SETS["c4"].defaults, "lorem_ipsum": False})[0] is None
+    assert c4_check(base + "\nLorem ipsum dolor sit amet.", preset=preset)[0] == "lorem_ipsum"
+    assert c4_check(base + "\nlorem ipsum dolor sit amet", preset=preset)[0] is None  # the line goes first (no end mark)
+    assert c4_check(base + "\nfunction f() { return 1; }.", preset=preset)[0] == "curly_bracket"
+    assert c4_check(base + "\nfunction f() { return 1; }", preset=preset)[0] is None
+    th = {**RULE_SETS["c4"].thresholds(preset=preset), "lorem_ipsum": False}
+    assert c4_check(base + "\nLorem ipsum dolor sit amet.", th)[0] is None
 
 
 # --------------------------------------------------------------------------- FineWeb
@@ -377,6 +422,13 @@ def test_config_rejects_unknown_names(tmp_path):
         ("thresholds:\n  gopher: {}\n", "gopher"),
         ("thresholds:\n  c4: {min_sentences: many}\n", "thresholds.c4.min_sentences"),
         ("thresholds:\n  c4: {javascript: 3}\n", "thresholds.c4.javascript"),
+        ("thresholds:\n  gopher_quality: {words: spaces}\n", "thresholds.gopher_quality.words must be one of whitespace, tokens"),
+        ("thresholds:\n  c4: {sentences: punkt}\n", "did you mean 'punkt_like'"),
+        ("preset: datatrov\n", "preset must be one of published, datatrove, fineweb, got 'datatrov'; did you mean 'datatrove'"),
+        ("presets:\n  c4: paper\n", "presets.c4 must be one of tfds, datatrove, fineweb, published"),
+        ("presets:\n  gopher: datatrove\n", "unknown key 'gopher' in presets"),
+        ("sources:\n  'cc/*': {rules: [c4], preset: tfds}\n", "sources.cc/\\*.preset must be one of published, datatrove, fineweb"),
+        ("sources:\n  'cc/*': {rule: [c4]}\n", "unknown key 'rule' in sources.cc/\\*"),
     ]:
         p = write_yaml(tmp_path / "f.yaml", text)
         with pytest.raises(CurateError, match=where) as err:

@@ -1,9 +1,10 @@
-"""What a rule set is: named thresholds with published defaults and a check over a :class:`Doc`."""
+"""What a rule set is: named presets (published definitions) of thresholds and options, and a
+check over a :class:`Doc`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from curate.stages.filters.text import Doc
@@ -15,17 +16,34 @@ Check = Callable[[Doc, dict[str, Any], dict[str, int]], str | None]
 
 @dataclass(frozen=True)
 class RuleSet:
-    """A published set of heuristic rules."""
+    """A published set of heuristic rules, in one or more published definitions (presets).
+
+    Every preset has the same keys: thresholds (a number; None turns the rule off), switches
+    (true/false), word lists, and options whose values are names (``choices``), such as how
+    words are split. ``published`` names the preset that is the rule set's default: the
+    definition its authors published (the paper's wording, or the code that built the dataset).
+    """
 
     name: str
-    defaults: dict[str, Any]  # threshold -> published default; None (or false) turns a rule off
+    presets: dict[str, dict[str, Any]]  # preset name -> every threshold and option
+    published: str  # the default preset
     check: Check
     reasons: tuple[str, ...]  # every rule name ``check`` can return, in evaluation order
-    reference: str
+    references: dict[str, str]  # preset name -> where its definition comes from
+    choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # option -> its allowed values
 
-    def thresholds(self, overrides: dict[str, Any] | None = None) -> dict[str, Any]:
-        """The defaults with ``overrides`` applied (keys are checked by the config loader)."""
-        return {**self.defaults, **(overrides or {})}
+    @property
+    def defaults(self) -> dict[str, Any]:
+        """The published preset's thresholds and options."""
+        return self.presets[self.published]
+
+    @property
+    def reference(self) -> str:
+        return self.references[self.published]
+
+    def thresholds(self, overrides: dict[str, Any] | None = None, preset: str | None = None) -> dict[str, Any]:
+        """A preset (default: the published one) with ``overrides`` applied (keys are checked by the config loader)."""
+        return {**self.presets[preset or self.published], **(overrides or {})}
 
 
 def enabled(value: Any) -> bool:

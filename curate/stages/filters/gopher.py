@@ -1,33 +1,65 @@
-"""Gopher quality and repetition rules (Rae et al. 2021, "Scaling Language Models", appendix A, table A1).
+"""Gopher quality and repetition rules (Rae et al. 2021, "Scaling Language Models: Methods,
+Analysis & Insights from Training Gopher", arXiv:2112.11446, appendix A.1.1 and table A1).
 
-Definitions and defaults follow the paper as implemented by datatrove's ``GopherQualityFilter``
-and ``GopherRepetitionFilter``, so that keep/drop decisions agree: words are the tokens of
-:func:`~curate.stages.filters.text.words`; "symbol" tokens (no letter, digit or mark) are
-left out of the word count and the mean word length but not out of the ratios' denominators;
-stop words are matched case-sensitively.
+Two presets of each rule set:
+
+``paper`` (the default)
+    the paper's wording. Its quality rules are stated over *words* ("between 50 and 100,000
+    words", "mean word length", "80% of words in a document contain at least one alphabetic
+    character"), read as whitespace-separated words (``words: whitespace``): a comma or a
+    period is not a word. Stop words are found in those words with the punctuation around
+    them stripped ("the," holds "the"). The repetition rules compare word n-grams as n-grams
+    (``dup_ngrams: words``).
+``datatrove``
+    datatrove 0.10.1's ``GopherQualityFilter`` and ``GopherRepetitionFilter``
+    (``src/datatrove/pipeline/filters/gopher_quality_filter.py``, ``gopher_repetition_filter.py``),
+    with which FineWeb was filtered, decision for decision: words are spaCy tokens
+    (``words: tokens``, :func:`~curate.stages.filters.text.words`), so each punctuation mark
+    is a word of the alphabetic-words ratio; tokens made only of datatrove's punctuation list
+    (:data:`~curate.stages.filters.text.DATATROVE_PUNCTUATION`: not arrows, bullets, emoji or
+    the degree sign) are left out of the word count and the mean word length; stop words are
+    matched among the tokens; and duplicated 5- to 10-grams are compared as their words
+    concatenated without a separator (``dup_ngrams: joined``: ``ab c`` equals ``a bc``).
+
+Both: stop words are matched case-sensitively (the paper lists them in lower case); the
+symbol-to-word ratios count ``#`` and ``...``/``…`` in the text per word; the top 2- to 4-gram
+fractions count the n-gram with its words joined by spaces, the duplicate n-gram fractions
+the words' characters only (as datatrove does; the paper says neither).
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from curate.stages.filters.base import RuleSet, enabled
 from curate.stages.filters.text import Doc, duplicates, line_runs, paragraphs
 
 STOP_WORDS = ("the", "be", "to", "of", "and", "that", "have", "with")
+_EDGES = re.compile(r"^[\W_]+|[\W_]+$")  # punctuation around a whitespace word
+
+PAPER = "Rae et al. 2021, Scaling Language Models: Methods, Analysis & Insights from Training Gopher (arXiv:2112.11446)"
+DATATROVE = "datatrove 0.10.1, src/datatrove/pipeline/filters/"
 
 
 def _quality(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | None:
-    words = doc.words
-    n_words = len(words)
-    symbol_chars, n_symbol = doc.symbol_stats
-    n_real = n_words - n_symbol
+    """Gopher's quality filter (appendix A.1.1): length, mean word length, symbol-to-word ratio,
+    bullet and ellipsis lines, alphabetic words, stop words."""
+    spaces = th["words"] == "whitespace"
+    if spaces:
+        n_words, real_chars, _ = doc.spaces_stats
+        n_real = n_words
+    else:
+        n_words = len(doc.words)
+        symbol_chars, n_symbol = doc.symbol_stats
+        n_real = n_words - n_symbol
+        real_chars = doc.total_word_chars - symbol_chars
     if enabled(th["min_words"]) and n_real < th["min_words"]:
         return "word_count"
     if enabled(th["max_words"]) and n_real > th["max_words"]:
         return "word_count"
     if n_real:
-        mean = (doc.total_word_chars - symbol_chars) / n_real
+        mean = real_chars / n_real
         if enabled(th["min_mean_word_length"]) and mean < th["min_mean_word_length"]:
             return "mean_word_length"
         if enabled(th["max_mean_word_length"]) and mean > th["max_mean_word_length"]:
@@ -48,33 +80,46 @@ def _quality(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | No
         if enabled(limit) and sum(1 for ln in lines if ln.rstrip().endswith(("...", "…"))) / len(lines) > limit:
             return "ellipsis_lines"
     limit = th["min_alpha_words_ratio"]
-    if enabled(limit) and n_words and doc.alpha_words / n_words < limit:
-        return "alpha_words"
+    if enabled(limit) and n_words:
+        n_alpha = doc.spaces_stats[2] if spaces else doc.alpha_words
+        if n_alpha / n_words < limit:
+            return "alpha_words"
     need = th["min_stop_words"]
     if enabled(need) and need > 0:
-        stop = th["stop_words"]
-        if len(frozenset(stop).intersection(words)) < need:
+        stop = frozenset(th["stop_words"])
+        words = doc.spaces_words if spaces else doc.words
+        found = stop.intersection(words)
+        if len(found) < need and spaces:
+            found = stop.intersection({_EDGES.sub("", w) for w in words})
+        if len(found) < need:
             return "stop_words"
     return None
 
 
+_QUALITY = {
+    "min_words": 50,
+    "max_words": 100_000,
+    "min_mean_word_length": 3,
+    "max_mean_word_length": 10,
+    "max_symbol_word_ratio": 0.1,
+    "max_bullet_lines_ratio": 0.9,
+    "max_ellipsis_lines_ratio": 0.3,
+    "min_alpha_words_ratio": 0.8,
+    "min_stop_words": 2,
+    "stop_words": list(STOP_WORDS),
+}
+
 GOPHER_QUALITY = RuleSet(
     name="gopher_quality",
-    defaults={
-        "min_words": 50,
-        "max_words": 100_000,
-        "min_mean_word_length": 3,
-        "max_mean_word_length": 10,
-        "max_symbol_word_ratio": 0.1,
-        "max_bullet_lines_ratio": 0.9,
-        "max_ellipsis_lines_ratio": 0.3,
-        "min_alpha_words_ratio": 0.8,
-        "min_stop_words": 2,
-        "stop_words": list(STOP_WORDS),
-    },
+    presets={"paper": {**_QUALITY, "words": "whitespace"}, "datatrove": {**_QUALITY, "words": "tokens"}},
+    published="paper",
     check=_quality,
     reasons=("word_count", "mean_word_length", "symbol_word_ratio", "bullet_lines", "ellipsis_lines", "alpha_words", "stop_words"),
-    reference="Rae et al. 2021, Scaling Language Models: Methods, Analysis & Insights from Training Gopher, appendix A.1.1",
+    references={
+        "paper": f"{PAPER}, appendix A.1.1 (quality filters); words read as whitespace-separated words",
+        "datatrove": f"{DATATROVE}gopher_quality_filter.py (GopherQualityFilter defaults)",
+    },
+    choices={"words": ("whitespace", "tokens")},
 )
 
 TOP_NGRAMS = {2: 0.20, 3: 0.18, 4: 0.16}
@@ -82,6 +127,8 @@ DUP_NGRAMS = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
 
 
 def _repetition(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | None:
+    """Gopher's repetition filter (table A1): duplicate paragraphs and lines (their number and
+    characters), the most frequent 2- to 4-gram's characters, characters in duplicate 5- to 10-grams."""
     text = doc.text
     n_chars = len(text)
     if not n_chars:
@@ -102,23 +149,27 @@ def _repetition(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str |
         limit = th[f"top_{n}gram_frac"]
         if enabled(limit) and doc.top_ngram_chars(n) / n_chars > limit:
             return f"top_{n}gram_frac"
+    joined = th["dup_ngrams"] == "joined"
     for n in DUP_NGRAMS:
         limit = th[f"dup_{n}gram_frac"]
-        if enabled(limit) and doc.duplicate_ngram_chars(n) / n_chars > limit:
+        if enabled(limit) and doc.duplicate_ngram_chars(n, joined) / n_chars > limit:
             return f"dup_{n}gram_frac"
     return None
 
 
+_REPETITION = {
+    "dup_para_frac": 0.30,
+    "dup_para_char_frac": 0.20,
+    "dup_line_frac": 0.30,
+    "dup_line_char_frac": 0.20,
+    **{f"top_{n}gram_frac": v for n, v in TOP_NGRAMS.items()},
+    **{f"dup_{n}gram_frac": v for n, v in DUP_NGRAMS.items()},
+}
+
 GOPHER_REPETITION = RuleSet(
     name="gopher_repetition",
-    defaults={
-        "dup_para_frac": 0.30,
-        "dup_para_char_frac": 0.20,
-        "dup_line_frac": 0.30,
-        "dup_line_char_frac": 0.20,
-        **{f"top_{n}gram_frac": v for n, v in TOP_NGRAMS.items()},
-        **{f"dup_{n}gram_frac": v for n, v in DUP_NGRAMS.items()},
-    },
+    presets={"paper": {**_REPETITION, "dup_ngrams": "words"}, "datatrove": {**_REPETITION, "dup_ngrams": "joined"}},
+    published="paper",
     check=_repetition,
     reasons=(
         "dup_para_frac",
@@ -128,5 +179,9 @@ GOPHER_REPETITION = RuleSet(
         *(f"top_{n}gram_frac" for n in TOP_NGRAMS),
         *(f"dup_{n}gram_frac" for n in DUP_NGRAMS),
     ),
-    reference="Rae et al. 2021, appendix A.1.1, table A1",
+    references={
+        "paper": f"{PAPER}, appendix A.1.1 and table A1 (repetition thresholds); n-grams of spaCy tokens",
+        "datatrove": f"{DATATROVE}gopher_repetition_filter.py (GopherRepetitionFilter defaults)",
+    },
+    choices={"dup_ngrams": ("words", "joined")},
 )

@@ -1,9 +1,12 @@
 """Shared text features for the heuristic filters: words, lines, paragraphs, n-gram statistics.
 
-Word splitting decides most of the Gopher and FineWeb ratios (symbol-to-word, alphabetic
-words, mean word length, n-gram character fractions), so it follows the tokenizer the
-reference implementation uses. datatrove 0.10 splits English with spaCy's blank ``en``
-tokenizer: whitespace chunks, then punctuation split off the ends of a chunk one mark
+Two definitions of a word. *Whitespace words* (``str.split``) are what the Gopher paper's
+wording reads ("80% of words contain at least one alphabetic character": a comma is not a
+word); the ``paper`` preset of ``gopher_quality`` uses them. *Tokens* (:func:`words`) are
+what datatrove 0.10.1 counts (``datatrove/utils/text.py``, ``split_into_words``): the
+Gopher repetition n-grams, FineWeb's words per line, and every Gopher quality ratio of the
+``datatrove`` preset, so that those decisions agree with datatrove's. datatrove splits
+English with spaCy's blank ``en`` tokenizer: whitespace chunks, then punctuation split off the ends of a chunk one mark
 at a time, clitics (``do n't``, ``John 's``), and a few infixes (a hyphen before a letter,
 ``/ : = < >`` between letters, a comma between letters, a period between a lower- and an
 upper-case letter, ``...``); a period stays on single letters, initialisms and common
@@ -55,6 +58,39 @@ def _expand(ranges: str) -> frozenset[str]:
 
 #: The characters of :data:`STERM` as a tuple, for ``str.endswith``.
 TERMINAL_PUNCTUATION: tuple[str, ...] = tuple(sorted(_expand(STERM)))
+
+#: datatrove 0.10.1's ``TERMINAL_PUNCTUATION`` (``datatrove/utils/text.py``), which FineWeb's
+#: line-punctuation rule uses: :data:`STERM` without the 16 marks below, and with three Khmer
+#: signs that are not Sentence_Terminal (U+17D6, U+17D9, U+17DA).
+DATATROVE_TERMINAL: tuple[str, ...] = tuple(
+    sorted(
+        (
+            _expand(STERM)
+            - _expand("\u2024\u2cf9-\u2cfb\u2e60-\u2e61\ufe12\ufe15-\ufe16\u1b4e-\u1b4f\u1b7f\U000113d4-\U000113d5\U00016d6e-\U00016d6f")
+        )
+        | {"\u17d6", "\u17d9", "\u17da"}
+    )
+)
+#: spaCy 3.8's ``Sentencizer.default_punct_chars``, the sentence ends datatrove's C4 filter counts
+#: with (its sentencizer): :data:`STERM` without the 44 marks below.
+SPACY_SENTENCE_ENDS: frozenset[str] = frozenset(
+    _expand(STERM)
+    - _expand(
+        "\u061d-\u061e\u0837\u0839\u083d-\u083e\u17d4-\u17d5\u1b4e-\u1b4f\u1b7d-\u1b7f\u2024\u2cf9-\u2cfb\u2e53-\u2e54"
+        "\u2e60-\u2e61\ufe12\ufe15-\ufe16\U00010f55-\U00010f59\U00010f86-\U00010f89\U000113d4-\U000113d5\U00011944\U00011946"
+        "\U00011ef7-\U00011ef8\U00011f43-\U00011f44\U00016d6e-\U00016d6f\U00016e98"
+    )
+)
+#: datatrove 0.10.1's ``PUNCTUATION_SET`` (``datatrove/utils/text.py``): a token made only of these
+#: is a "symbol" its Gopher quality filter leaves out of the word count and the mean word length.
+#: ASCII punctuation, some typographic and CJK marks (and, as it happens, the full-width digit
+#: one), C0/C1 control characters except tab and line feed, and :data:`DATATROVE_TERMINAL`. Not
+#: in it: arrows, bullets (•), the degree sign, emoji, the opening single quote (‘).
+DATATROVE_PUNCTUATION: frozenset[str] = frozenset(
+    "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+    "\u00ab\u00b4\u00bb\u2013\u2014\u2019\u201c\u201d\u201e\u2026\u2236\u2501\u25ba\u3001\u3002\u3008\u3009\u300a\u300b\u300c\u300d\u3010\u3011"
+    "\uff01\uff05\uff08\uff09\uff0c\uff0e\uff11\uff1a\uff1b\uff1f\uff5e"
+).union(map(chr, [*range(0, 9), *range(11, 32), *range(127, 160)]), DATATROVE_TERMINAL)
 
 # Combining marks and Indic-script characters Python's \w misses (vowel signs are Mc/Mn);
 # without them words in those scripts would break at every mark. Dandas (U+0964/5) are left out.
@@ -182,13 +218,21 @@ def words(text: str) -> list[str]:
     return out
 
 
-_ALNUM = re.compile(rf"[^\W_]|[{_MARKS}]")
+def _has_letter(token: str) -> bool:
+    """A character of ``token`` is alphabetic (``str.isalpha``: Unicode L*, as datatrove counts)."""
+    return any(c.isalpha() for c in token)
 
 
-def is_symbol(token: str) -> bool:
-    """A token without any letter, digit or mark (punctuation, symbols, emoji)."""
-    return _ALNUM.search(token) is None
+def _is_datatrove_symbol(token: str) -> bool:
+    """A token made only of datatrove's punctuation (its Gopher filter's "symbol" words)."""
+    return DATATROVE_PUNCTUATION.issuperset(token)
 
+
+# Polynomial hashing mod 2^64 of concatenated words (an odd base and its inverse), and a
+# multiplier that mixes a length into a hash.
+_HASH_BASE = np.uint64(0x9E3779B97F4A7C15)
+_HASH_INV = np.uint64(pow(0x9E3779B97F4A7C15, -1, 1 << 64))
+_HASH_MIX = np.uint64(0xFF51AFD7ED558CCD)
 
 _PARAGRAPH_SPLIT = re.compile(r"\n{2,}")
 _LINE_SPLIT = re.compile(r"\n+")
@@ -216,10 +260,11 @@ class Doc:
 
     @cached_property
     def _token_classes(self) -> tuple[int, int, int]:
-        """``(symbol tokens, their characters, tokens with a letter)``.
+        """``(symbol tokens, their characters, tokens with a letter)``; a symbol token is made only
+        of :data:`DATATROVE_PUNCTUATION` (datatrove's ``non_symbol_words`` are the others).
 
-        Most tokens are purely alphabetic (``str.isalpha`` in C); only the others, counted
-        once per distinct token, go through the regular expressions.
+        Most tokens are purely alphabetic (``str.isalpha`` in C); only the others are looked at,
+        once per distinct token.
         """
         words = self.words
         n_alpha = sum(map(str.isalpha, words))
@@ -228,16 +273,16 @@ class Doc:
         others = Counter(compress(words, map(not_, map(str.isalpha, words))))
         n_sym = sym_chars = 0
         for tok, k in others.items():
-            if any(c.isalpha() for c in tok):
+            if _has_letter(tok):
                 n_alpha += k
-            elif _ALNUM.search(tok) is None:
+            elif _is_datatrove_symbol(tok):
                 n_sym += k
                 sym_chars += k * len(tok)
         return n_sym, sym_chars, n_alpha
 
     @property
     def symbol_stats(self) -> tuple[int, int]:
-        """``(characters, number)`` of symbol tokens (no letter, digit or mark)."""
+        """``(characters, number)`` of symbol tokens (made only of datatrove's punctuation)."""
         n_sym, sym_chars, _ = self._token_classes
         return sym_chars, n_sym
 
@@ -247,15 +292,42 @@ class Doc:
         return self._token_classes[2]
 
     @cached_property
+    def spaces_words(self) -> list[str]:
+        """Whitespace-separated words (``str.split()``)."""
+        return self.text.split()
+
+    @cached_property
+    def spaces_stats(self) -> tuple[int, int, int]:
+        """``(words, their characters, words with a letter)`` of the whitespace-separated words."""
+        ws = self.spaces_words
+        flags = list(map(str.isalpha, ws))
+        n_alpha = sum(flags)
+        if n_alpha < len(ws):
+            for tok, k in Counter(compress(ws, map(not_, flags))).items():
+                if _has_letter(tok):
+                    n_alpha += k
+        return len(ws), sum(map(len, ws)), n_alpha
+
+    @cached_property
     def total_word_chars(self) -> int:
         return sum(map(len, self.words))
 
     @cached_property
+    def _word_factors(self) -> tuple[np.ndarray, list[str]]:
+        if not self.words:
+            return np.zeros(0, dtype=np.int64), []
+        ids, uniques = pd.factorize(np.array(self.words, dtype=object))
+        return ids.astype(np.int64, copy=False), list(uniques)
+
+    @property
     def word_ids(self) -> np.ndarray:
         """Each word as a small integer (equal words, equal ids)."""
-        if not self.words:
-            return np.zeros(0, dtype=np.int64)
-        return pd.factorize(np.array(self.words, dtype=object))[0].astype(np.int64, copy=False)
+        return self._word_factors[0]
+
+    @property
+    def word_uniques(self) -> list[str]:
+        """The distinct words, in the order of their ids."""
+        return self._word_factors[1]
 
     @cached_property
     def length_cumsum(self) -> np.ndarray:
@@ -300,21 +372,78 @@ class Doc:
         c = self.length_cumsum
         return int(c[start + n] - c[start] + n - 1) * int(counts[g])
 
-    def duplicate_ngram_chars(self, n: int) -> int:
+    @cached_property
+    def _joined_prefix(self) -> tuple[np.ndarray, np.ndarray]:
+        """``(D, P)`` for hashes of word runs concatenated: the polynomial hash (mod 2^64) of the
+        characters of words ``i .. k-1`` run together is ``P[k] * (D[k] - D[i])``."""
+        uniques = self.word_uniques
+        c = self.length_cumsum
+        with np.errstate(over="ignore"):
+            # each distinct word's own hash, from the characters of all of them at once
+            chars = np.frombuffer("".join(uniques).encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
+            ends = np.cumsum(np.fromiter(map(len, uniques), dtype=np.int64, count=len(uniques)))
+            inv = np.full(len(chars), _HASH_INV, dtype=np.uint64)
+            inv[0] = 1
+            acc = np.zeros(len(chars) + 1, dtype=np.uint64)
+            np.cumsum(chars * np.cumprod(inv), out=acc[1:])  # sum of char * INV^position
+            starts = np.concatenate(([0], ends[:-1]))
+            own = (acc[ends] - acc[starts]) * np.power(_HASH_BASE, (ends - 1).astype(np.uint64))
+            d = np.zeros(len(self.words) + 1, dtype=np.uint64)
+            np.cumsum(own[self.word_ids] * np.power(_HASH_INV, c[1:].astype(np.uint64)), out=d[1:])
+            return d, np.power(_HASH_BASE, c.astype(np.uint64))
+
+    def joined_ngram_codes(self, n: int) -> np.ndarray:
+        """Class per start position of the n-grams compared as their words concatenated without a
+        separator (datatrove's ``find_all_duplicate``: ``gtcfpl yffg`` equals ``gtcfp lyffg``).
+
+        By a hash of the concatenated characters and their number; among the n-grams whose
+        hashes repeat the strings themselves decide, so the classes are exact.
+        """
+        cache = self.__dict__.setdefault("_joined", {})
+        if n in cache:
+            return cache[n]
+        m = len(self.words) - n + 1
+        if m <= 0:
+            cache[n] = np.zeros(0, dtype=np.int64)
+            return cache[n]
+        d, p = self._joined_prefix
+        c = self.length_cumsum
+        with np.errstate(over="ignore"):
+            key = (d[n:] - d[:m]) * p[n:] ^ (c[n:] - c[:m]).astype(np.uint64) * _HASH_MIX
+        codes = pd.factorize(key)[0].astype(np.int64, copy=False)
+        repeated = np.flatnonzero(np.bincount(codes)[codes] > 1)
+        if len(repeated):
+            # the strings decide among the n-grams whose hashes repeat (few)
+            s = "".join(self.words)
+            exact = [s[a:b] for a, b in zip(c[repeated].tolist(), c[repeated + n].tolist())]
+            ids: dict[str, int] = {}
+            codes = codes.copy()
+            codes[repeated] = np.fromiter((ids.setdefault(x, len(ids)) for x in exact), np.int64, len(exact)) + len(codes)
+        cache[n] = codes
+        return codes
+
+    def duplicate_ngram_chars(self, n: int, joined: bool = False) -> int:
         """Characters in duplicated n-grams (words concatenated), counted without overlaps.
 
         Scans left to right; an n-gram seen before at a scanned position counts and the scan
         jumps past it (the Gopher definition as datatrove implements it). Only positions whose
         n-gram occurs twice or more can matter, so the loop runs over those alone; and without
-        a repeated (n-1)-gram there is no repeated n-gram.
+        a repeated (n-1)-gram there is no repeated n-gram. With ``joined`` two n-grams are equal
+        when their words concatenated are (datatrove 0.10.1), not only when their words are.
         """
-        none = self.__dict__.setdefault("_no_repeats", set())
-        if n in none or (n - 1) in none:
-            none.add(n)
-            return 0
-        codes, counts = self.ngram_codes(n)
+        if joined:
+            codes = self.joined_ngram_codes(n)
+            counts = np.bincount(codes)
+        else:
+            none = self.__dict__.setdefault("_no_repeats", set())
+            if n in none or (n - 1) in none:
+                none.add(n)
+                return 0
+            codes, counts = self.ngram_codes(n)
+            if len(counts) == 0 or counts.max() < 2:
+                none.add(n)
+                return 0
         if len(counts) == 0 or counts.max() < 2:
-            none.add(n)
             return 0
         repeated = np.flatnonzero(counts[codes] > 1)
         c = self.length_cumsum

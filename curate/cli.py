@@ -282,6 +282,8 @@ cli.stage("extract", "curate.stages.extract:ExtractStage", "get data")
 cli.stage("clean", "curate.stages.clean:CleanStage", "clean")
 cli.stage("langid", "curate.stages.langid:LangIdStage", "clean")
 cli.stage("filter", "curate.stages.filters:FilterStage", "select")
+cli.stage("pii", "curate.stages.pii:PIIStage", "select")
+cli.stage("urlfilter", "curate.stages.urlfilter:URLFilterStage", "select")
 quality.stage("train", "curate.stages.quality:QualityTrain", "select")
 quality.stage("score", "curate.stages.quality:QualityStage", "select")
 dedup.stage("exact", "curate.dedup.exact:ExactDedup", "deduplicate")
@@ -366,8 +368,8 @@ def stats_cmd(path: str) -> None:
 
 for _name in ("inspect", "report", "stats"):
     cli.section[_name] = "inspect"
-cli.order = ["download", "extract", "clean", "langid", "filter", "quality", "dedup", "decontam", "tokenize", "blend", "inspect", "stats",
-             "report"]  # fmt: skip
+cli.order = ["download", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality", "dedup", "decontam", "tokenize", "blend",
+             "inspect", "stats", "report"]  # fmt: skip
 
 
 def main() -> None:

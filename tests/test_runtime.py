@@ -266,7 +266,7 @@ def test_shared_flags_mean_the_same_everywhere():
     from curate.runtime import COMMON
 
     stage_commands = {name: cmd for name, cmd in _commands() if name not in ("inspect", "report", "stats")}
-    assert set(stage_commands) == {"download pile", "download cc", "extract", "clean", "langid", "filter", "quality train",
+    assert set(stage_commands) == {"download pile", "download cc", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality train",
                                    "quality score", "dedup exact", "dedup fuzzy", "decontam", "tokenize", "blend"}  # fmt: skip
     has = {name: {p.name: p for p in cmd.params} for name, cmd in stage_commands.items()}
     for name, params in has.items():
@@ -275,7 +275,15 @@ def test_shared_flags_mean_the_same_everywhere():
         if "only_sources" in params:  # always: apply to these sources, pass the others through
             assert params["only_sources"].help == COMMON["only_sources"][2].help, name
     assert "only_sources" not in has["tokenize"] and "sources" in has["tokenize"]  # a sink selects: another name
-    assert {n for n, p in has.items() if "only_sources" in p} == {"clean", "langid", "filter", "quality score", "decontam"}
+    assert {n for n, p in has.items() if "only_sources" in p} == {
+        "clean",
+        "langid",
+        "filter",
+        "pii",
+        "urlfilter",
+        "quality score",
+        "decontam",
+    }
     overwrite_helps = {p["overwrite"].help for p in has.values()}
     assert len(overwrite_helps) <= 3  # the shared wording, blend's (its tokenized sources) and download cc's (one snapshot)
 

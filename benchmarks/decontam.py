@@ -17,6 +17,8 @@ document) are compared, then both are timed. ``--e2e`` also times the whole stag
 
     .venv/bin/python benchmarks/decontam.py                      # 1e4, 1e6, 1e7 n-grams, 20 MB
     .venv/bin/python benchmarks/decontam.py --sizes 1e4 --mb 1   # a quick check
+
+The table goes to docs/benchmarks/decontam.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
@@ -28,15 +30,21 @@ sys.path[:] = [p for p in sys.path if not p.rstrip("/").endswith("benchmarks")]
 sys.modules.pop("tokenize", None)
 
 import argparse
+import importlib.util
 import random
 import tempfile
+import textwrap
 import time
+import tracemalloc
 from pathlib import Path
 
 import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
 
 from curate.decontam import reference  # noqa: E402
 from curate.decontam.cut import cut_spans, find_matches, in_sorted  # noqa: E402
@@ -131,6 +139,19 @@ def set_bytes(grams: set[str]) -> int:
     return sys.getsizeof(grams) + sum(sys.getsizeof(g) for g in grams)
 
 
+def build_peak_bytes(evals: list[str]) -> int:
+    """Peak memory allocated while building the index (Python objects and numpy arrays, tracemalloc), above the
+    evaluation text already in memory. A second, untimed build: tracing slows it down."""
+    tracemalloc.start()
+    try:
+        built = build_index([("eval", evals)], N, MIN_N)
+        peak = tracemalloc.get_traced_memory()[1]
+        del built
+    finally:
+        tracemalloc.stop()
+    return peak
+
+
 def e2e(docs: list[str], evals: list[str], tmp: Path) -> float:
     """Seconds for the whole stage (index, count, cut) over Parquet, one worker."""
     import json
@@ -165,6 +186,7 @@ def main() -> None:
     ap.add_argument("--mb", type=float, default=20.0, help="MB of training text.")
     ap.add_argument("--e2e", action="store_true", help="Also time the whole stage (run_decontam, Parquet I/O, 1 worker).")
     ap.add_argument("--skip-plain-over", type=float, default=float("inf"), help="Skip the plain set above this many n-grams.")
+    tables.add_write_option(ap)
     args = ap.parse_args()
     sizes = [int(float(s)) for s in args.sizes.split(",")]
     vocab = vocabulary()
@@ -185,6 +207,7 @@ def main() -> None:
             t_ours = time.perf_counter() - t0
             row = {"size": size, "keys": n_keys, "mb": mb, "c_build": t_build, "c_bytes": index.nbytes, "c_scan": t_ours}
             del index, built
+            row["c_peak"] = build_peak_bytes(evals)
             if size <= args.skip_plain_over:
                 t0 = time.perf_counter()
                 grams = reference.build(evals, N, MIN_N)
@@ -201,27 +224,47 @@ def main() -> None:
         cut = sum(1 for o, d in zip(ours, docs) if o != [(0, len(d))])
         print(f"size {size:.0e}: {n_keys:,} keys, {len(docs):,} docs ({mb:.1f} MB), {cut} cut or dropped", file=sys.stderr)
 
-    print()
-    head = f"{'eval n-grams':>12} {'impl':<16} {'build s':>8} {'index MB':>9} {'B/n-gram':>9} {'MB/s':>8} {'speed ratio':>11} {'same output':>11}"
-    print(head)
-    print("-" * len(head))
+    head = ["eval n-grams", "impl", "build s", "build peak MB", "index MB", "B/n-gram", "MB/s", "speed ratio", "same output"]
+    out = []
     for r in rows:
         c_rate = r["mb"] / r["c_scan"]
-        print(
-            f"{r['size']:>12.0e} {'curate (numpy)':<16} {r['c_build']:>8.2f} {r['c_bytes'] / 1e6:>9.1f} {r['c_bytes'] / r['keys']:>9.1f} "
-            f"{c_rate:>8.2f} {'':>11} {'':>11}"
-        )
+        out.append([f"{r['size']:.0e}", "curate (numpy)", f"{r['c_build']:.2f}", f"{r['c_peak'] / 1e6:,.1f}",
+                    f"{r['c_bytes'] / 1e6:,.1f}", f"{r['c_bytes'] / r['keys']:.1f}", f"{c_rate:.2f}", "", ""])  # fmt: skip
         if "p_scan" in r:
             p_rate = r["mb"] / r["p_scan"]
-            print(
-                f"{'':>12} {'plain set':<16} {r['p_build']:>8.2f} {r['p_bytes'] / 1e6:>9.1f} {r['p_bytes'] / r['keys']:>9.1f} "
-                f"{p_rate:>8.2f} {c_rate / p_rate:>10.1f}x {'yes' if r['same'] else 'NO':>11}"
-            )
+            out.append(["", "plain set", f"{r['p_build']:.2f}", "", f"{r['p_bytes'] / 1e6:,.1f}", f"{r['p_bytes'] / r['keys']:.1f}",
+                        f"{p_rate:.2f}", f"{c_rate / p_rate:.1f}x", "yes" if r["same"] else "NO"])  # fmt: skip
         if "e2e" in r:
-            print(f"{'':>12} {'curate stage e2e':<16} {'':>8} {'':>9} {'':>9} {r['mb'] / r['e2e']:>8.2f} {'':>11} {'':>11}")
-    print("\nMB/s: training text scanned per second, one core (counting pass over all documents + cutting pass);")
-    print("speed ratio: curate / plain set. Index MB: curate's arrays (shared by all workers through the page cache),")
-    print("the plain set's Python objects (a copy per worker process).")
+            out.append(["", "curate stage e2e", "", "", "", "", f"{r['mb'] / r['e2e']:.2f}", "", ""])
+    legend = (
+        "MB/s: training text scanned per second, one core (counting pass over all documents + cutting pass); "
+        "speed ratio: curate / plain set. Index MB: curate's arrays (shared by all workers through the page cache), "
+        "the plain set's Python objects (a copy per worker process). Build peak MB: memory allocated while curate builds "
+        "its index (tracemalloc, a second untimed build), above the evaluation text."
+    )
+    print()
+    print(tables.text_table(head, out, left=2))
+    print("\n" + textwrap.fill(legend, 110))
+    if args.write:
+        mbs = sorted({f"{r['mb']:.1f}" for r in rows})
+        note = (
+            "Both implementations apply MT-NLG's 13-gram rule (cut 200 characters around a match to the sentence end, "
+            "drop pieces under 200 characters and documents left in more than 10 pieces, ignore n-grams in more than 10 "
+            "documents) to the same synthetic corpus in one run, and their outputs (pieces kept per document) are compared. "
+            "curate: 64-bit n-gram keys in sorted numpy arrays with a bitmap prefilter, memory-mapped from disk; plain: a "
+            "Python `set` of space-joined lowercase 13-grams and MT-NLG's loop over word positions "
+            "(`curate.decontam.reference`). Each size builds an evaluation set of about that many distinct 13-grams (texts "
+            f"of {EVAL_WORDS} words from a 20,000-word vocabulary) and {', '.join(mbs)} MB of training text (documents of "
+            "about 5 kB, Zipf-like word frequencies, an evaluation passage planted in about 2% of them). Every figure is "
+            "one run, on one core, in this process"
+            + (
+                "; the e2e row is the whole stage (`run_decontam`: index, count and cut passes with Parquet I/O, one worker)"
+                if args.e2e
+                else ""
+            )
+            + f". {legend} numpy {np.__version__}."
+        )
+        tables.write_table("decontam", "Decontamination: curate's index vs a Python set of n-grams", tables.md_table(head, out), note)
 
 
 if __name__ == "__main__":

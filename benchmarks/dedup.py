@@ -9,7 +9,11 @@ memory (max RSS) and wall time are its own; all run on one core.
 
     .venv/bin/python benchmarks/dedup.py                      # 20k docs, quality and speed table
     .venv/bin/python benchmarks/dedup.py --docs 100000 --methods curate-exact,datasketch
-    .venv/bin/python benchmarks/dedup.py --memory 100000,200000   # curate's peak memory at two sizes
+    .venv/bin/python benchmarks/dedup.py --docs 100000 --memory 100000,200000   # the docs' tables
+    .venv/bin/python benchmarks/dedup.py --methods '' --memory 100000,200000    # curate's peak memory only
+
+The tables (side by side, where curate's time goes, peak memory as the corpus grows) go to
+docs/benchmarks/dedup.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
+import importlib.util
 import json
 import os
 import random
@@ -38,6 +43,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
+_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
 
 THRESHOLD = 0.8
 NUM_PERM = 128
@@ -207,7 +215,7 @@ def run_rensa(data: Path) -> list[tuple[str, str]]:
     return pairs
 
 
-def run_curate(data: Path, verify: str, work: Path, shingling: str = "compiled") -> list[tuple[str, str]]:
+def run_curate(data: Path, verify: str, work: Path, shingling: str = "compiled") -> tuple[list[tuple[str, str]], dict]:
     """`curate dedup fuzzy` end to end (read Parquet, all phases, write output), one worker."""
     out = work / f"curate-{verify}-{shingling}"
     cmd = [
@@ -229,24 +237,27 @@ def run_curate(data: Path, verify: str, work: Path, shingling: str = "compiled")
     ]
     subprocess.run(cmd, check=True, env={**os.environ, "CURATE_PROGRESS": "log", "CURATE_SHINGLING": shingling})
     cl = pq.read_table(out / "_clusters.parquet", columns=["id", "cluster"])
-    return list(zip(cl.column("id").to_pylist(), cl.column("cluster").to_pylist()))
+    done = json.loads((out / "_SUCCESS").read_text())
+    info = {"phase_seconds": done["dedup"]["phase_seconds"], "wall_seconds": done["wall_seconds"], "shingling": shingling}
+    return list(zip(cl.column("id").to_pylist(), cl.column("cluster").to_pylist())), info
 
 
 def child(method: str, data: str, work: str, result: str) -> None:
     t0 = time.perf_counter()
+    info: dict = {}
     if method == "datasketch":
         pairs = run_datasketch(Path(data))
     elif method == "rensa":
         pairs = run_rensa(Path(data))
     else:  # curate-VERIFY, or curate-VERIFY-numpy without the compiled kernel
         verify, _, shingling = method.removeprefix("curate-").partition("-")
-        pairs = run_curate(Path(data), verify, Path(work), shingling or "compiled")
+        pairs, info = run_curate(Path(data), verify, Path(work), shingling or "compiled")
     seconds = time.perf_counter() - t0
     # VmHWM, not RUSAGE_SELF: Linux carries the parent's high-water mark into ru_maxrss across
     # fork + exec, so a child of this (large) benchmark process would report the parent's peak.
     own_kb = int(next(line.split()[1] for line in Path("/proc/self/status").read_text().splitlines() if line.startswith("VmHWM")))
     rss = max(own_kb, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
-    Path(result).write_text(json.dumps({"seconds": seconds, "peak_mb": rss / 1024, "pairs": pairs}))
+    Path(result).write_text(json.dumps({"seconds": seconds, "peak_mb": rss / 1024, "pairs": pairs, "curate": info}))
 
 
 def measure(method: str, data: Path, work: Path) -> dict:
@@ -258,6 +269,37 @@ def measure(method: str, data: Path, work: Path) -> dict:
 # --------------------------------------------------------------------------- main
 
 
+LABELS = {
+    "curate-exact": "curate `--verify exact`",
+    "curate-signature": "curate `--verify signature`",
+    "curate-none": "curate (no verify)",
+    "curate-exact-numpy": "curate `--verify exact`, numpy shingling (no compiled kernel)",
+    "curate-signature-numpy": "curate `--verify signature`, numpy shingling",
+    "curate-none-numpy": "curate (no verify), numpy shingling",
+}
+
+
+def memory_table(sizes: list[int], seed: int, work: Path, reuse: dict[int, tuple[int, dict]]) -> tuple[list, str]:
+    """curate --verify exact at each corpus size: rows (docs, bytes, peak MB, seconds) and the slope line."""
+    rows = []
+    for n in sizes:
+        if n in reuse:  # the side-by-side run already measured this corpus (same size, same seed)
+            nbytes, r = reuse[n]
+        else:
+            data = work / f"mem-{n}"
+            t = time.perf_counter()
+            info = build_corpus(n, seed, data)
+            print(f"built {n:,} docs ({info['bytes'] / 1e6:.0f} MB) in {time.perf_counter() - t:.0f} s", flush=True)
+            nbytes, r = info["bytes"], measure("curate-exact", data, work)
+        rows.append((n, nbytes, r["peak_mb"], r["seconds"]))
+    slope = ""
+    if len(rows) >= 2:
+        (n1, _, m1, _), (n2, _, m2, _) = rows[0], rows[-1]
+        per_doc_kb = (m2 - m1) / (n2 - n1) * 1024
+        slope = f"slope: {per_doc_kb:.2f} KB per doc; extrapolated peak at 1M docs: {m1 + (1_000_000 - n1) * (m2 - m1) / (n2 - n1):.0f} MB"
+    return rows, slope
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--docs", type=int, default=20_000)
@@ -265,57 +307,128 @@ def main() -> None:
     ap.add_argument(
         "--methods",
         default="curate-exact,curate-signature,curate-none,curate-exact-numpy,rensa,datasketch",
-        help="curate-VERIFY (VERIFY: exact, signature, none; add -numpy for the numpy shingling), rensa, datasketch",
+        help="curate-VERIFY (VERIFY: exact, signature, none; add -numpy for the numpy shingling), rensa, datasketch; '' for none",
     )
     ap.add_argument("--memory", default="", help="comma-separated corpus sizes: curate's peak memory at each (no peers)")
     ap.add_argument("--work", default=None, help="work directory (default: a temporary one)")
     ap.add_argument("--child", nargs=4, help=argparse.SUPPRESS)
+    tables.add_write_option(ap)
     args = ap.parse_args()
     if args.child:
         child(*args.child)
         return
     work = Path(args.work or tempfile.mkdtemp(prefix="curate-bench-dedup-"))
-    if args.memory:
+    methods = [m for m in args.methods.split(",") if m]
+    sections: list[str] = []
+    notes: list[str] = []
+    reuse: dict[int, tuple[int, dict]] = {}
+    if methods:
+        t = time.perf_counter()
+        info = build_corpus(args.docs, args.seed, work / "data")
+        ideal = components(info["ids"], info["pairs"])
+        n_ideal_pairs = sum(c * (c - 1) // 2 for c in Counter(ideal.values()).values())
+        corpus_line = (
+            f"{args.docs:,} docs, {info['bytes'] / 1e6:.1f} MB ({info['bytes'] / args.docs / 1e3:.1f} KB per document), "
+            f"{info['family_pairs']:,} within-family pairs, {len(info['pairs']):,} with J >= {THRESHOLD} "
+            f"({n_ideal_pairs:,} same-cluster pairs in the ideal clustering)"
+        )
+        print(f"corpus: {corpus_line}; built in {time.perf_counter() - t:.0f} s", flush=True)
+        results = {}
+        raw = {}
+        for method in methods:
+            r = measure(method, work / "data", work)
+            pred = components(info["ids"], [tuple(p) for p in r["pairs"]])
+            p, rec, f1 = pair_scores(pred, ideal)
+            results[method] = (r["seconds"], r["peak_mb"], p, rec, f1)
+            raw[method] = r
+            print(f"  {method}: {r['seconds']:.1f} s", flush=True)
+        if "curate-exact" in raw:
+            reuse[args.docs] = (info["bytes"], raw["curate-exact"])
+        base = results.get("datasketch")
+        print(f"\n{'method':<18} {'docs/s':>8} {'x datasketch':>13} {'peak MB':>8} {'precision':>10} {'recall':>7} {'F1':>6}")
         rows = []
-        for n in [int(x) for x in args.memory.split(",")]:
-            data = work / f"mem-{n}"
-            t = time.perf_counter()
-            info = build_corpus(n, args.seed, data)
-            print(f"built {n:,} docs ({info['bytes'] / 1e6:.0f} MB) in {time.perf_counter() - t:.0f} s", flush=True)
-            r = measure("curate-exact", data, work)
-            rows.append((n, info["bytes"], r["peak_mb"], r["seconds"]))
-        print(f"\n{'docs':>10} {'MB text':>9} {'peak MB':>9} {'seconds':>8} {'docs/s':>8}")
-        for n, b, mb, s in rows:
-            print(f"{n:>10,} {b / 1e6:>9.0f} {mb:>9.0f} {s:>8.1f} {n / s:>8.0f}")
-        if len(rows) >= 2:
-            (n1, _, m1, _), (n2, _, m2, _) = rows[0], rows[-1]
-            per_doc = (m2 - m1) / (n2 - n1) * 1e6
-            print(
-                f"\nslope: {per_doc / 1e6 * 1024:.2f} KB per doc; extrapolated peak at 1M docs: {m1 + (1_000_000 - n1) * (m2 - m1) / (n2 - n1):.0f} MB"
+        for m, (s, mb, p, r, f1) in results.items():
+            ratio = f"{base[0] / s:.1f}x" if base else "-"
+            print(f"{m:<18} {args.docs / s:>8.0f} {ratio:>13} {mb:>8.0f} {p:>10.3f} {r:>7.3f} {f1:>6.3f}")
+            rows.append([LABELS.get(m, m), f"{args.docs / s:,.0f}", ratio, f"{mb:,.0f} MB", f"{p:.3f}", f"{r:.3f}", f"{f1:.3f}"])
+        print("\n(one core each; curate times include reading and writing Parquet and every phase; peers hold everything in memory)")
+        sections += [
+            f"## Side by side: {args.docs:,} documents",
+            "",
+            f"Corpus: {corpus_line}.",
+            "",
+            tables.md_table(["method", "docs/s", "vs datasketch", "peak RSS", "precision", "recall", "F1"], rows),
+        ]
+        phase_rows = []
+        phases = ("signatures", "lsh", "verify", "clusters")
+        for m, r in raw.items():
+            c = r.get("curate") or {}
+            if not c:
+                continue
+            ps = c["phase_seconds"]
+            removal = c["wall_seconds"] - sum(ps.values())
+            rest = r["seconds"] - c["wall_seconds"]
+            phase_rows.append(
+                [
+                    LABELS.get(m, m),
+                    c["shingling"],
+                    *(f"{ps[k]:.2f}" if k in ps else "-" for k in phases),
+                    f"{removal:.2f}",
+                    f"{rest:.2f}",
+                    f"{r['seconds']:.2f}",
+                ]  # fmt: skip
             )
-        return
-    t = time.perf_counter()
-    info = build_corpus(args.docs, args.seed, work / "data")
-    ideal = components(info["ids"], info["pairs"])
-    n_ideal_pairs = sum(c * (c - 1) // 2 for c in Counter(ideal.values()).values())
-    print(
-        f"corpus: {args.docs:,} docs, {info['bytes'] / 1e6:.1f} MB, {info['family_pairs']:,} within-family pairs, "
-        f"{len(info['pairs']):,} with J >= {THRESHOLD} ({n_ideal_pairs:,} same-cluster pairs in the ideal clustering); built in {time.perf_counter() - t:.0f} s",
-        flush=True,
-    )
-    results = {}
-    for method in args.methods.split(","):
-        r = measure(method, work / "data", work)
-        pred = components(info["ids"], [tuple(p) for p in r["pairs"]])
-        p, rec, f1 = pair_scores(pred, ideal)
-        results[method] = (r["seconds"], r["peak_mb"], p, rec, f1)
-        print(f"  {method}: {r['seconds']:.1f} s", flush=True)
-    base = results.get("datasketch")
-    print(f"\n{'method':<18} {'docs/s':>8} {'x datasketch':>13} {'peak MB':>8} {'precision':>10} {'recall':>7} {'F1':>6}")
-    for m, (s, mb, p, r, f1) in results.items():
-        ratio = f"{base[0] / s:.1f}x" if base else "-"
-        print(f"{m:<18} {args.docs / s:>8.0f} {ratio:>13} {mb:>8.0f} {p:>10.3f} {r:>7.3f} {f1:>6.3f}")
-    print("\n(one core each; curate times include reading and writing Parquet and every phase; peers hold everything in memory)")
+        if phase_rows:
+            print("\nwhere curate's time goes (seconds):")
+            head = ["method", "shingling", "signatures", "LSH bands + pairs", "verify", "components + clusters", "removal pass",
+                    "start-up and the rest", "total"]  # fmt: skip
+            print(tables.text_table(head, phase_rows, indent="  "))
+            sections += [
+                "",
+                "### Where curate's time goes (seconds)",
+                "",
+                "From each run's `phase_seconds` in `OUT/_SUCCESS`; the removal pass (read, filter, write zstd Parquet) is the "
+                "stage's wall time less its phases, start-up and the rest is the process's wall time less the stage's (interpreter "
+                "and imports, reading the clusters back).",
+                "",
+                tables.md_table(head, phase_rows),
+            ]
+        notes.append(
+            "Side by side: a synthetic corpus of documents with known near-duplicate families (word substitutions at "
+            "controlled rates, inserted sentences), scored against the ideal clustering: connected components of the pairs "
+            f"whose exact word-{NGRAM}-gram Jaccard is >= {THRESHOLD}. Precision and recall count pairs of documents that share "
+            "a cluster. Each method runs once, in its own process, on one core: curate's fuzzy stage end to end (a new "
+            "process: start-up, Parquet in, every phase, the removal pass, Parquet out; `--workers 1`), datasketch "
+            f"(`MinHash.bulk` + `MinHashLSH`, {NUM_PERM} permutations, threshold {THRESHOLD}) and rensa (`RMinHash` + "
+            "`RMinHashLSH`, 16 bands, candidates checked on the signature), which hold everything in memory and only hash and "
+            "query. Peak RSS is the process's high-water mark (VmHWM, and its children's). "
+            f"{tables.versions('datasketch', 'rensa')}."
+        )
+    if args.memory:
+        mrows, slope = memory_table([int(x) for x in args.memory.split(",")], args.seed, work, reuse)
+        print(f"\n{'docs':>10} {'MB text':>9} {'peak MB':>9} {'seconds':>8} {'docs/s':>8}")
+        for n, b, mb, s in mrows:
+            print(f"{n:>10,} {b / 1e6:>9.0f} {mb:>9.0f} {s:>8.1f} {n / s:>8.0f}")
+        if slope:
+            print(f"\n{slope}")
+        if sections:
+            sections.append("")
+        sections += [
+            "## curate's peak memory as the corpus grows (`--verify exact`)",
+            "",
+            tables.md_table(
+                ["docs", "MB of text", "peak RSS MB", "seconds", "docs/s"],
+                [[f"{n:,}", f"{b / 1e6:.0f}", f"{mb:.0f}", f"{s:.1f}", f"{n / s:,.0f}"] for n, b, mb, s in mrows],
+            ),
+        ]
+        if slope:
+            sections += ["", slope[0].upper() + slope[1:] + " (a straight line through the first and last size, not measured at 1M)."]
+        notes.append(
+            "Memory: the same corpus generator at each size, curate's fuzzy stage with `--verify exact` on one worker, "
+            "run once per size; peak RSS as above."
+        )
+    if args.write and sections:
+        tables.write_table("dedup", "Fuzzy dedup: curate vs datasketch and rensa", "\n".join(sections), "\n\n".join(notes))
 
 
 if __name__ == "__main__":

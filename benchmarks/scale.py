@@ -20,6 +20,8 @@ workload; the stage's cost is dominated by signatures and the removal pass eithe
 
     .venv/bin/python benchmarks/scale.py                  # 40 MB, the table
     .venv/bin/python benchmarks/scale.py --mb 1 --shard-docs 50 --noop 20   # a quick check (the sample once, 11 MB)
+
+The tables go to docs/benchmarks/scale.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import argparse
 import hashlib
+import importlib.util
 import json
 import os
 import shutil
@@ -47,6 +50,9 @@ import pyarrow.compute as pc
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / "_work" / "scale"
 SAMPLE = ROOT / "sample_data" / "pile"
+_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
 
 
 def _noop(x: int) -> int:
@@ -158,6 +164,7 @@ def main() -> None:
     ap.add_argument("--stages", default="langid+filter,fuzzy")
     ap.add_argument("--noop", type=int, default=200, help="no-op tasks for the per-task overhead (0: skip)")
     ap.add_argument("--ray-cpus", type=int, default=None, help="CPUs of the local Ray (default: all cores)")
+    tables.add_write_option(ap)
     args = ap.parse_args()
 
     os.environ.setdefault("CURATE_PROGRESS", "log")
@@ -204,27 +211,52 @@ def main() -> None:
                 shutil.rmtree(out, ignore_errors=True)
 
     head = ["stage", "executor", "workers", "wall s", "docs/s", "speed-up", "tasks", "ray - local ms/task", "same bytes"]
-    cells = [head] + [
+    cells = [
         [r[0], r[1], str(r[2]), f"{r[3]:.2f}", f"{r[4]:,.0f}", f"{r[5]:.2f}x", str(r[6]), "" if r[7] is None else f"{r[7]:+.0f}", r[8]]
         for r in rows
     ]
-    widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
     print()
-    for i, c in enumerate(cells):
-        print("  ".join(x.ljust(widths[j]) if j < 2 else x.rjust(widths[j]) for j, x in enumerate(c)))
-        if i == 0:
-            print("  ".join("-" * w for w in widths))
-    print(
-        "\nspeed-up: against one local worker on the same stage; ray - local: the extra wall time per task over local at the same workers"
+    print(tables.text_table(head, cells, left=2))
+    legend = (
+        "speed-up: against one local worker on the same stage; ray - local: the extra wall time per task over local at the same workers"
     )
+    print("\n" + legend)
+    noop_rows = []
     if args.noop:
         print(f"\nno-op tasks ({args.noop}, warm workers):")
         for kind in kinds:
             for n in workers:
-                print(f"  {kind:5s} workers {n}: {noop_seconds(kind, n, args.noop) * 1e3:7.2f} ms/task")
+                ms = noop_seconds(kind, n, args.noop) * 1e3
+                print(f"  {kind:5s} workers {n}: {ms:7.2f} ms/task")
+                noop_rows.append([kind, str(n), f"{ms:.2f}"])
     if ray_start is not None:
         print(f"\nRay start-up (ray.init, local, once per run; not in the times above): {ray_start:.1f} s")
     print(f"machine: {os.cpu_count()} cores")
+    if args.write:
+        body = [tables.md_table(head, cells), "", legend[0].upper() + legend[1:] + "."]
+        if noop_rows:
+            body += [
+                "",
+                f"## A no-op task ({args.noop} tasks, warm workers)",
+                "",
+                tables.md_table(["executor", "workers", "ms per task"], noop_rows),
+            ]
+        if ray_start is not None:
+            body += ["", f"Ray start-up (`ray.init` of a local Ray, once per run; not in the times above): {ray_start:.1f} s."]
+        ray_cpus = args.ray_cpus or os.cpu_count()
+        note = (
+            f"Input: sample_data/pile replicated (ids made unique) to {nbytes / 1e6:.1f} MB of text, {docs:,} documents in "
+            f"{shards} shards of up to {args.shard_docs} documents; replicas keep their text, so fuzzy dedup sees each "
+            "document once per replica (a heavy-duplication workload). Stages: "
+            + ", ".join(f"`{s}`" for s in chosen)
+            + " (langid keeps English with score >= 0.65 on cc/* sources, then the default filters; fuzzy dedup with "
+            "`--verify signature`), through the same stage functions the CLI calls, in this process. Executors: "
+            f"`local` = `LocalExecutor(N)` (spawned worker processes; in-process for one worker), `ray` = `RayExecutor(N)` "
+            f"on a local Ray with {ray_cpus} CPUs started once for the run, N capping the tasks in flight. Each configuration "
+            "runs once; its output is compared byte for byte with the first configuration's. "
+            f"{tables.versions('ray')}."
+        )
+        tables.write_table("scale", "Scale-out: local and Ray executors, 1 and 2 workers", "\n".join(body), note)
 
 
 if __name__ == "__main__":

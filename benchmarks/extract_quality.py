@@ -37,6 +37,7 @@ sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__)
 import argparse  # noqa: E402
 import datetime  # noqa: E402
 import gzip  # noqa: E402
+import importlib.util  # noqa: E402
 import platform  # noqa: E402
 import re  # noqa: E402
 import shlex  # noqa: E402
@@ -169,14 +170,10 @@ def measure(names: list[str], pages: list[dict], repeat: int) -> dict[str, dict]
 # --------------------------------------------------------------------------- report
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
+cpu_model = tables.cpu_model
 
 
 def table(rows: list[tuple[str, dict]], n_pages: int, base: str | None) -> list[str]:

@@ -45,6 +45,7 @@ import argparse  # noqa: E402
 import collections  # noqa: E402
 import datetime  # noqa: E402
 import hashlib  # noqa: E402
+import importlib.util  # noqa: E402
 import json  # noqa: E402
 import os  # noqa: E402
 import platform  # noqa: E402
@@ -205,14 +206,10 @@ def time_curate(docs: list[dict], repeat: int = 1) -> dict[str, dict]:
     return result
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
+_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
+tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(tables)
+cpu_model = tables.cpu_model
 
 
 def compare(ours: dict, theirs: dict, docs: list[dict]) -> tuple[dict, list[dict]]:

@@ -19,9 +19,14 @@ from tests.test_dataset import digest_dir, make_dataset
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'curate[ray]')")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_session():
-    """One local Ray for the whole session: ray.init(num_cpus=2)."""
+    """One local Ray for this module: ray.init(num_cpus=2), shut down after it.
+
+    Module-scoped, not session-scoped: tests/test_ray_cluster.py ends with ``ray stop --force``,
+    which kills every Ray process on the machine; a driver whose raylet was killed exits the
+    whole pytest process with status 1 some seconds later, with no report.
+    """
     root = str(Path(__file__).resolve().parents[1])
     ray.init(
         num_cpus=2,

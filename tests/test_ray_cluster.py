@@ -33,6 +33,10 @@ def free_port() -> int:
 
 
 def test_two_node_cluster_with_token_auth_runs_stages_byte_identical_to_local(tmp_path):
+    import ray
+
+    if ray.is_initialized():  # `ray stop --force` below would kill this process's own Ray, and then this process
+        ray.shutdown()
     block = documented_block(ROOT / "docs" / "ray.md", "ray-cluster")
     port = str(free_port())
     bindir = Path(sys.executable).parent

@@ -1,9 +1,17 @@
-"""The compiled shingle kernel (curate/dedup/_shingles.c); everything else is in pyproject.toml.
+"""The compiled kernels; everything else is in pyproject.toml.
 
-``optional=True``: without a C compiler the install still succeeds and fuzzy dedup uses the
-numpy implementation it is tested against (same hashes; the signature phase about 2x slower).
+* ``curate/dedup/_shingles.c``: shingle hashes, MinHash bins and exact Jaccard for fuzzy dedup;
+* ``curate/stages/filters/_ngrams.c``: Gopher repetition n-gram statistics for ``curate filter``.
+
+``optional=True``: without a C compiler the install still succeeds and both stages use the
+numpy implementations they are tested against (same results, slower).
 """
 
 from setuptools import Extension, setup
 
-setup(ext_modules=[Extension("curate.dedup._shingles", ["curate/dedup/_shingles.c"], extra_compile_args=["-O3"], optional=True)])
+setup(
+    ext_modules=[
+        Extension("curate.dedup._shingles", ["curate/dedup/_shingles.c"], extra_compile_args=["-O3"], optional=True),
+        Extension("curate.stages.filters._ngrams", ["curate/stages/filters/_ngrams.c"], extra_compile_args=["-O3"], optional=True),
+    ]
+)

@@ -532,3 +532,120 @@ def test_filter_output_same_for_one_and_two_workers(tmp_path, run):
     run("filter", "--in", tmp_path / "in", "--out", tmp_path / "w2", "--workers", "2", "--keep-rejected")
     for f in sorted((tmp_path / "w1").rglob("*.parquet")):
         assert f.read_bytes() == (tmp_path / "w2" / f.relative_to(tmp_path / "w1")).read_bytes()
+
+
+# --------------------------------------------------------------------------- the compiled n-gram kernel and the chunk cache
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from curate.stages.filters import gopher  # noqa: E402
+from curate.stages.filters import text as textmod  # noqa: E402
+
+SAMPLE_TEXTS = Path(__file__).resolve().parents[1] / "sample_data" / "pile"
+
+
+def _repetition_both(toks: list[str], joined: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[tuple, tuple]:
+    """(kernel, numpy reference) for the same tokens."""
+    doc = Doc(" ".join(toks))
+    doc.__dict__["words"] = list(toks)
+    native = doc.repetition(gopher._TOPS, gopher._DUPS, joined)
+    with monkeypatch.context() as m:
+        m.setattr(textmod, "_native", None)
+        ref = Doc(" ".join(toks))
+        ref.__dict__["words"] = list(toks)
+        numpy = ref.repetition(gopher._TOPS, gopher._DUPS, joined)
+    return native, numpy
+
+
+def test_ngram_kernel_is_built_where_a_compiler_is():
+    """setup.py builds it optionally; with a C compiler here, a missing kernel is a build bug, not a fallback."""
+    import shutil
+
+    if not (shutil.which("cc") or shutil.which("gcc")):
+        pytest.skip("no C compiler: the filters run on the numpy implementation")
+    assert textmod._native is not None
+
+
+@pytest.mark.parametrize("joined", [False, True])
+def test_ngram_kernel_equals_numpy_on_small_alphabets(joined, monkeypatch):
+    """Texts over two letters, where n-grams repeat and join alike across word boundaries all the time."""
+    if textmod._native is None:
+        pytest.skip("kernel not built")
+    rng = __import__("random").Random(7)
+    for _ in range(300):
+        toks = ["".join(rng.choice("ab") for _ in range(rng.randint(1, 3))) for _ in range(rng.randint(0, 90))]
+        native, numpy = _repetition_both(toks, joined, monkeypatch)
+        assert native == numpy, toks
+        for n, chars in zip(range(5, 11), native[3:]):
+            assert chars == ref_dup(toks, n, joined)
+
+
+def ref_dup(toks: list[str], n: int, joined: bool) -> int:
+    """Gopher's duplicate n-gram characters by brute force (left to right, jump past a duplicate)."""
+    seen: set = set()
+    total = i = 0
+    while i < len(toks) - n + 1:
+        gram = toks[i : i + n]
+        key = "".join(gram) if joined else tuple(gram)
+        if key in seen:
+            total += sum(map(len, gram))
+            i += n
+        else:
+            seen.add(key)
+            i += 1
+    return total
+
+
+@given(st.lists(st.text(alphabet="aé𝔸b.\u0300", min_size=1, max_size=4), max_size=60), st.booleans())
+def test_ngram_kernel_equals_numpy_on_any_tokens(toks, joined):
+    """Any tokens (non-ASCII, astral and combining characters): the kernel and the reference agree."""
+    if textmod._native is None:
+        pytest.skip("kernel not built")
+    with pytest.MonkeyPatch.context() as mp:
+        native, numpy = _repetition_both(toks, joined, mp)
+    assert native == numpy
+
+
+def test_ngram_kernel_equals_numpy_on_sample_text(monkeypatch):
+    if textmod._native is None:
+        pytest.skip("kernel not built")
+    import zstandard
+
+    path = sorted(SAMPLE_TEXTS.rglob("*.jsonl.zst"))[0]
+    lines = zstandard.ZstdDecompressor().stream_reader(path.open("rb")).read(8 << 20).decode(errors="ignore").splitlines()[:150]
+    assert len(lines) > 100
+    for line in lines:
+        toks = words(json.loads(line)["text"])
+        for joined in (False, True):
+            native, numpy = _repetition_both(toks, joined, monkeypatch)
+            assert native == numpy
+
+
+def test_ngram_kernel_refuses_what_is_not_a_token_list():
+    if textmod._native is None:
+        pytest.skip("kernel not built")
+    with pytest.raises(TypeError):
+        textmod._native.repetition_stats(["a", 1], 2, 4, 5, 10, False)
+    with pytest.raises(ValueError):
+        textmod._native.repetition_stats(["a"], 0, 4, 5, 10, False)
+
+
+_CHUNKY = st.text(alphabet=" \n\t\u00a0abcXY9.,;:!?'’\"-–—/()[]<>=@#%$€_…😀°→ñ\u0301", max_size=80)
+
+
+@given(_CHUNKY)
+def test_no_word_pattern_spans_or_looks_across_whitespace(text):
+    """What makes the per-chunk cache exact: the expression over the whole text gives the tokens
+    of its whitespace chunks, one after the other, for both of its forms."""
+    for rx in (textmod._WORD_RE, textmod._WORD_RE_CLITIC):
+        assert rx.findall(text) == [t for chunk in text.split() for t in rx.findall(chunk)]
+
+
+def test_chunk_cache_size_does_not_change_tokens(monkeypatch):
+    text = "I cannot say, e.g. U.S. don't: see https://x.org/a. 5km well-known " * 50
+    want = words(text)
+    monkeypatch.setattr(textmod, "CHUNK_CACHE_ENTRIES", 3)
+    textmod._CHUNKS.clear()
+    assert words(text) == want and words(text + " new chunks here") == want + ["new", "chunks", "here"]
+    assert len(textmod._CHUNKS) <= 3 + len(set(text.split())) + 3

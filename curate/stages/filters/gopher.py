@@ -124,6 +124,8 @@ GOPHER_QUALITY = RuleSet(
 
 TOP_NGRAMS = {2: 0.20, 3: 0.18, 4: 0.16}
 DUP_NGRAMS = {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+_TOPS, _DUPS = range(min(TOP_NGRAMS), max(TOP_NGRAMS) + 1), range(min(DUP_NGRAMS), max(DUP_NGRAMS) + 1)
+_NGRAM_RULES = [f"top_{n}gram_frac" for n in _TOPS] + [f"dup_{n}gram_frac" for n in _DUPS]
 
 
 def _repetition(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | None:
@@ -145,15 +147,11 @@ def _repetition(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str |
         return "dup_line_frac"
     if enabled(th["dup_line_char_frac"]) and dup_chars / n_chars > th["dup_line_char_frac"]:
         return "dup_line_char_frac"
-    for n in TOP_NGRAMS:
-        limit = th[f"top_{n}gram_frac"]
-        if enabled(limit) and doc.top_ngram_chars(n) / n_chars > limit:
-            return f"top_{n}gram_frac"
-    joined = th["dup_ngrams"] == "joined"
-    for n in DUP_NGRAMS:
-        limit = th[f"dup_{n}gram_frac"]
-        if enabled(limit) and doc.duplicate_ngram_chars(n, joined) / n_chars > limit:
-            return f"dup_{n}gram_frac"
+    stats = doc.repetition(_TOPS, _DUPS, joined=th["dup_ngrams"] == "joined")
+    for name, chars in zip(_NGRAM_RULES, stats):
+        limit = th[name]
+        if enabled(limit) and chars / n_chars > limit:
+            return name
     return None
 
 

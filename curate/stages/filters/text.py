@@ -24,11 +24,16 @@ from __future__ import annotations
 import re
 from collections import Counter
 from functools import cached_property
-from itertools import compress
+from itertools import chain, compress
 from operator import not_
 
 import numpy as np
 import pandas as pd
+
+try:  # the compiled twin of Doc.top_ngram_chars + Doc.duplicate_ngram_chars (setup.py builds it; optional)
+    from curate.stages.filters import _ngrams as _native
+except ImportError:  # no C compiler at install time: the numpy code below, same results
+    _native = None
 
 #: Unicode Sentence_Terminal characters (Unicode 16), the marks that end a sentence.
 STERM = (
@@ -199,10 +204,10 @@ _SPLIT_KEYS = frozenset(_SPLITS)
 _INFIX_TOKENS = frozenset("- – — ~ /".split())
 
 
-def words(text: str) -> list[str]:
-    """Split ``text`` into words and punctuation tokens the way spaCy's English tokenizer does."""
-    rx = _WORD_RE_CLITIC if ("'" in text or "’" in text) else _WORD_RE
-    toks = rx.findall(text)
+def chunk_words(chunk: str) -> list[str]:
+    """The tokens of one whitespace-free chunk (the regular expression; :func:`words` caches it)."""
+    rx = _WORD_RE_CLITIC if ("'" in chunk or "’" in chunk) else _WORD_RE
+    toks = rx.findall(chunk)
     if _SPLIT_KEYS.isdisjoint(toks):
         return toks
     # cannot -> can not, for a whole word; not after an infix split (secret-id, user/id stay)
@@ -216,6 +221,35 @@ def words(text: str) -> list[str]:
             out.append(t)
         prev = t
     return out
+
+
+class _ChunkCache(dict):
+    """Whitespace chunk -> its tokens, filled on a miss. Web text repeats its chunks ("the",
+    "said,", "2020."), so most lookups are one dict access in C instead of a regex match."""
+
+    def __missing__(self, chunk: str) -> tuple[str, ...]:
+        toks = chunk_words(chunk)
+        value = (chunk,) if len(toks) == 1 else tuple(toks)  # one token: the chunk itself, no second string
+        self[chunk] = value
+        return value
+
+
+_CHUNKS = _ChunkCache()
+#: entries kept before the cache starts again (about 20 MB); any size gives the same tokens
+CHUNK_CACHE_ENTRIES = 100_000
+
+
+def words(text: str) -> list[str]:
+    """Split ``text`` into words and punctuation tokens the way spaCy's English tokenizer does.
+
+    spaCy splits at whitespace first and tokenizes each chunk on its own (special cases such as
+    ``cannot`` apply to a chunk), and so does this: no pattern of the regular expression spans
+    or looks across whitespace, so a chunk's tokens do not depend on its neighbours and are
+    cached per chunk.
+    """
+    if len(_CHUNKS) > CHUNK_CACHE_ENTRIES:
+        _CHUNKS.clear()
+    return list(chain.from_iterable(map(_CHUNKS.__getitem__, text.split())))
 
 
 def _has_letter(token: str) -> bool:
@@ -358,6 +392,13 @@ class Doc:
             codes = pd.factorize(prev[:m] * (int(ids.max()) + 1) + ids[n - 1 :])[0].astype(np.int64, copy=False)
         cache[n] = (codes, np.bincount(codes))
         return cache[n]
+
+    def repetition(self, tops: range, dups: range, joined: bool) -> tuple[int, ...]:
+        """:meth:`top_ngram_chars` for each n of ``tops``, then :meth:`duplicate_ngram_chars` for
+        each n of ``dups``: in one pass of the compiled kernel where it is built."""
+        if _native is not None and tops.step == dups.step == 1 and len(tops) and len(dups):
+            return _native.repetition_stats(self.words, tops.start, tops.stop - 1, dups.start, dups.stop - 1, joined)
+        return (*(self.top_ngram_chars(n) for n in tops), *(self.duplicate_ngram_chars(n, joined) for n in dups))
 
     def top_ngram_chars(self, n: int) -> int:
         """Characters of the most frequent n-gram (words joined by spaces) times its count.

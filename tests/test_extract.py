@@ -240,6 +240,26 @@ def test_sandbox_crash_is_counted_not_fatal():
     box.close()
 
 
+def test_sandbox_streams_a_group_and_times_each_page():
+    """A group of pages goes to the helper as one stream; the slow page in the middle times out on its
+    own limit (not the group's), and the pages after it are sent again to a new helper and answered."""
+    from curate.stages.extract import ExtractTimeout
+
+    box = Sandbox("resiliparse")
+    nested = "<html><body>" + "<div><span>" * 12000 + "deep " * 500 + "</span></div>" * 12000 + "</body></html>"
+    htmls = [f"<html><body><p>page number {i} of the group</p></body></html>" for i in range(40)]
+    htmls.insert(7, nested)
+    t0 = time.monotonic()
+    out = box.extract_many(htmls, 0.5)
+    assert time.monotonic() - t0 < 15
+    assert isinstance(out[7], ExtractTimeout) and box.restarts == 1
+    texts = [t for i, t in enumerate(out) if i != 7]
+    assert all(isinstance(t, str) for t in texts)
+    assert [int(t.split()[2]) for t in texts] == list(range(40))  # every other page, in order
+    assert box.extract_many([], 0.5) == []
+    box.close()
+
+
 @pytest.mark.parametrize("extractor", ["trafilatura", "justext"])
 def test_other_extractors(run, tmp_path, extractor):
     make_warc(tmp_path / "in" / "CC-MAIN-2021-04" / "x.warc.gz", pages(3))

@@ -102,6 +102,8 @@ HEAD_BYTES = 64 << 10  # the most an HTTP header block may take
 HTML_TYPES = ("text/html", "application/xhtml+xml")
 SNAPSHOT_IN_PATH = re.compile(r"CC-MAIN-\d{4}-\d{2}")
 BATCH_RECORDS = 512
+#: pages extracted as one group (one stream to the helper process): at most this many, or this much HTML
+GROUP_RECORDS, GROUP_CHARS = 64, 8 << 20
 _META_CHARSET = re.compile(rb"""<meta[^>]{0,200}?charset\s*=\s*["']?\s*([A-Za-z0-9_:.\-]{1,40})""", re.I)
 _SNIFF_HTML = re.compile(rb"^\s*(<!--.*?-->\s*)*<(!doctype\s+html|html|head|body)\b", re.I | re.S)
 _CTRL_BYTES = bytes(b for b in range(32) if b not in (9, 10, 12, 13, 27))
@@ -166,47 +168,88 @@ class Sandbox:
                     pass
             self.proc = None
 
-    def _read_exactly(self, fd: int, n: int, deadline: float) -> bytes:
-        chunks, left = [], n
-        while left:
-            wait = deadline - time.monotonic()
-            if wait <= 0:
-                raise ExtractTimeout
-            ready, _, _ = select.select([fd], [], [], wait)
-            if not ready:
-                raise ExtractTimeout
-            data = os.read(fd, min(left, 1 << 20))
-            if not data:
-                raise ExtractCrash("the extraction helper exited")
-            chunks.append(data)
-            left -= len(data)
-        return b"".join(chunks)
-
     def extract(self, html: str, timeout: float) -> str:
+        """One page's text (raises ExtractTimeout, ExtractCrash, or RuntimeError for the extractor's own error)."""
+        (result,) = self.extract_many([html], timeout)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+    def extract_many(self, htmls: list[str], timeout: float) -> list[str | BaseException]:
+        """Each page's text, or the exception that stands for its failure, in order.
+
+        The pages go to the helper in one stream and their answers come back as they are
+        done: one wake-up per group rather than per page (a round trip between two cores
+        costs ~90 us here, several per page). Each page still has ``timeout`` seconds from
+        when the helper could start it; on a timeout or a crash the helper is restarted and
+        the pages after that one are sent again.
+        """
+        results: list[str | BaseException] = []
+        while len(results) < len(htmls):
+            results.extend(self._stream(htmls[len(results) :], timeout))
+        return results
+
+    def _stream(self, htmls: list[str], timeout: float) -> list[str | BaseException]:
+        """Answers for a prefix of ``htmls``: all of them, or up to and including the first timeout or crash."""
         proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
-        payload = html.encode("utf-8", "surrogatepass")
-        deadline = time.monotonic() + timeout
+        payloads = [h.encode("utf-8", "surrogatepass") for h in htmls]
+        ends: list[int] = []  # where each page's request ends in the stream
+        for p in payloads:
+            ends.append((ends[-1] if ends else 0) + 8 + len(p))
+        request = memoryview(b"".join(struct.pack("<Q", len(p)) + p for p in payloads))
+        wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()  # type: ignore[union-attr]
+        os.set_blocking(wfd, False)
+        results: list[str | BaseException] = []
+        written: list[float] = []  # when each page's request was all in the pipe
+        answer = bytearray()
+        sent = 0
+        answered = time.monotonic()  # when the last answer came (the helper was free from then on)
         try:
-            proc.stdin.write(struct.pack("<Q", len(payload)) + payload)  # type: ignore[union-attr]
-            fd = proc.stdout.fileno()  # type: ignore[union-attr]
-            head = self._read_exactly(fd, 9, deadline)
-            status, n = head[:1], struct.unpack("<Q", head[1:])[0]
-            body = self._read_exactly(fd, n, deadline + 5.0).decode("utf-8", "surrogatepass")
-        except ExtractTimeout:
+            while len(results) < len(htmls):
+                k = len(results)
+                now = time.monotonic()
+                # page k runs from when the helper had it and was done with the one before
+                start = max(answered, written[k]) if k < len(written) else now
+                if len(answer) >= 9:
+                    start += 5.0  # the tail of a long answer: 5 s more
+                wait = start + timeout - now
+                if wait <= 0:
+                    raise ExtractTimeout
+                ready, writable, _ = select.select([rfd], [wfd] if sent < len(request) else [], [], wait)
+                if writable:
+                    try:
+                        sent += os.write(wfd, request[sent : sent + (1 << 20)])
+                    except BlockingIOError:
+                        pass
+                    while len(written) < len(ends) and ends[len(written)] <= sent:
+                        written.append(time.monotonic())
+                if not ready:
+                    continue
+                data = os.read(rfd, 1 << 20)
+                if not data:
+                    raise ExtractCrash("the extraction helper exited")
+                answer += data
+                while len(answer) >= 9 and len(results) < len(htmls):
+                    need = 9 + struct.unpack_from("<Q", answer, 1)[0]
+                    if len(answer) < need:
+                        break
+                    status, body = answer[:1], bytes(answer[9:need]).decode("utf-8", "surrogatepass")
+                    del answer[:need]
+                    results.append(RuntimeError(body) if status == b"1" else body)
+                    self.served += 1
+                    answered = time.monotonic()
+        except ExtractTimeout as exc:
             self.close()
             self.restarts += 1
-            raise
+            results.append(exc)
         except (BrokenPipeError, ExtractCrash, OSError) as exc:
             first = self.served == 0
             self.close()
             self.restarts += 1
             if first:
                 raise CurateError(f"the {self.extractor} extraction helper did not start ({exc}); try --record-timeout 0") from exc
-            raise ExtractCrash(str(exc)) from exc
-        self.served += 1
-        if status == b"1":
-            raise RuntimeError(body)
-        return body
+            results.append(ExtractCrash(str(exc)))
+        return results
 
 
 _SANDBOXES: dict[str, Sandbox] = {}
@@ -1430,10 +1473,20 @@ class ExtractStage(Stage):
     def run(self, ctx: Context) -> dict[str, Any]:
         return ctx.file_pass(self.read, BASE_SCHEMA, labels=[f.name for f in ctx.files])
 
-    def _extract(self, html: str) -> str:
+    def _extract_many(self, htmls: list[str]) -> list[str | BaseException]:
+        """Each page's text or the exception standing for its failure (a CurateError is raised)."""
         if self.record_timeout > 0:
-            return sandbox(self.extractor).extract(html, self.record_timeout)
-        return extractor_function(self.extractor)(html)
+            return sandbox(self.extractor).extract_many(htmls, self.record_timeout)
+        fn = extractor_function(self.extractor)
+        out: list[str | BaseException] = []
+        for html in htmls:
+            try:
+                out.append(fn(html))
+            except CurateError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - counted per page by _finish
+                out.append(exc)
+        return out
 
     def read(self, path: Path) -> Iterator[FileBatch]:
         from curate.stages.clean import CleanStage
@@ -1442,26 +1495,43 @@ class ExtractStage(Stage):
         source = source_for(path, self.source)
         label = warc_label(path)
         counters: dict[str, Any] = {}  # the whole file's: reported with the last batch
-        kept: list[dict[str, Any]] = []
-        rejected: list[dict[str, Any]] = []
-        html_bytes = docs_in = 0
+        out = _Batch()
+        pending: list[tuple[RawRecord, dict[str, Any], str | None, str | None]] = []  # (record, meta, reason, html)
+        pending_chars = 0
+        seen_ids: set[str] = set()
 
         def batch(final: bool) -> FileBatch:
-            return FileBatch(
-                pa.Table.from_pylist(kept, schema=BASE_SCHEMA),
-                pa.Table.from_pylist(rejected, schema=_REJECTED_SCHEMA),
+            b = FileBatch(
+                pa.Table.from_pylist(out.kept, schema=BASE_SCHEMA),
+                pa.Table.from_pylist(out.rejected, schema=_REJECTED_SCHEMA),
                 counters if final else {},
-                docs_in=docs_in,
-                bytes_in=html_bytes,
+                docs_in=out.docs_in,
+                bytes_in=out.html_bytes,
                 source=source,
             )
+            out.__init__()
+            return b
 
-        seen_ids: set[str] = set()
+        def flush() -> Iterator[FileBatch]:
+            """Extract the pending pages as one group, then finish their records in order."""
+            extracted = iter(self._extract_many([html for _, _, _, html in pending if html is not None]))
+            for raw, meta, reason, html in pending:
+                text = ""
+                if html is not None:
+                    try:
+                        text, reason = self._finish(next(extracted), raw, meta, clean, counters)
+                    except CurateError:
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - one record from a stranger must never stop the file
+                        text, reason = "", self._record_error(label, raw, exc, counters)
+                out.add(raw, meta, reason, text, source, label, seen_ids, counters)
+                if len(out.kept) + len(out.rejected) >= BATCH_RECORDS:
+                    yield batch(final=False)
+            pending.clear()
+
         for raw in WarcReader(path, self.max_html_bytes, counters, self.max_record_bytes):
             if raw.rtype != "response":
                 continue
-            docs_in += 1
-            html_bytes += raw.length
             meta: dict[str, Any] = {"warc_file": label, "warc_offset": raw.offset, "warc_date": raw.date, "content_type": raw.content_type}
             if raw.uncompressed:
                 meta["warc_offset_uncompressed"] = True  # inside a gzip member (a file gzipped as a whole)
@@ -1472,71 +1542,89 @@ class ExtractStage(Stage):
             if raw.warc_truncated:
                 meta["warc_truncated"] = raw.warc_truncated
             reason = raw.damaged or raw.reason
-            text = ""
+            html = None
             if reason is None:
                 try:
-                    text, reason = self._document(raw, meta, clean, counters)
+                    html, reason = self._prepare(raw, meta, counters)
                 except CurateError:
                     raise
                 except Exception as exc:  # noqa: BLE001 - one record from a stranger must never stop the file
-                    log.warning("extract: %s: the record #%d at byte %d failed (%s: %s), skipped (record_error)", label, raw.index,
-                                raw.offset, type(exc).__name__, exc)  # fmt: skip
-                    text, reason = "", "record_error"
-                    first_error(counters, "record_error", exc)
-            if reason is not None:
-                meta.update(status=raw.status, length=raw.length)
-            rid = raw.record_id or f"{label}@{raw.offset}"
-            if rid in seen_ids:  # a WARC file from elsewhere may repeat a record id: ids must stay unique
-                counters["duplicate_record_id"] = counters.get("duplicate_record_id", 0) + 1
-                rid = f"{rid}@{raw.offset}"
-            seen_ids.add(rid)
-            doc = {
-                "id": rid,
-                "text": text,
-                "source": source,
-                "url": raw.url,
-                "meta": json.dumps(meta, ensure_ascii=False),
-            }
-            if reason is None:
-                kept.append(doc)
-            else:
-                rejected.append({**doc, "reason": reason})
-            if len(kept) + len(rejected) >= BATCH_RECORDS:
-                yield batch(final=False)
-                kept, rejected, html_bytes, docs_in = [], [], 0, 0
+                    reason = self._record_error(label, raw, exc, counters)
+            raw.body = None  # decoded into html (or not needed): not kept while the group waits
+            pending.append((raw, meta, reason, html))
+            pending_chars += len(html) if html is not None else 0
+            if len(pending) >= GROUP_RECORDS or pending_chars >= GROUP_CHARS:
+                yield from flush()
+                pending_chars = 0
+        yield from flush()
         yield batch(final=True)
 
-    def _document(self, raw: RawRecord, meta: dict[str, Any], clean: Any, counters: dict[str, Any]) -> tuple[str, str | None]:
-        """The cleaned main text of a candidate record, or ``("", reason)``."""
+    @staticmethod
+    def _record_error(label: str, raw: RawRecord, exc: Exception, counters: dict[str, Any]) -> str:
+        log.warning("extract: %s: the record #%d at byte %d failed (%s: %s), skipped (record_error)", label, raw.index,
+                    raw.offset, type(exc).__name__, exc)  # fmt: skip
+        first_error(counters, "record_error", exc)
+        return "record_error"
+
+    def _prepare(self, raw: RawRecord, meta: dict[str, Any], counters: dict[str, Any]) -> tuple[str | None, str | None]:
+        """The decoded HTML of a candidate record, or ``(None, reason)``."""
         body = raw.body or b""
         if not body.strip():
-            return "", "empty"
+            return None, "empty"
         if looks_binary(body):
-            return "", "binary"
+            return None, "binary"
         html, enc, how = decode_html(body, raw.charset, raw.truncated)
         cs = counters.setdefault("charset", {})
         cs[how] = cs.get(how, 0) + 1
         if html is None:
-            return "", "decode_error"
+            return None, "decode_error"
         meta["charset"] = enc
-        try:
-            text = self._extract(html)
-        except ExtractTimeout:
+        return html, None
+
+    def _finish(
+        self, extracted: str | BaseException, raw: RawRecord, meta: dict[str, Any], clean: Any, counters: dict[str, Any]
+    ) -> tuple[str, str | None]:
+        """The cleaned main text of an extracted page, or ``("", reason)``."""
+        if isinstance(extracted, ExtractTimeout):
             log.warning("extract: %s: %s took over %.1f s, skipped (timeout)", meta["warc_file"], raw.url, self.record_timeout)
             return "", "timeout"
-        except ExtractCrash as exc:
-            log.warning("extract: %s: %s crashed the extractor (%s), skipped", meta["warc_file"], raw.url, exc)
-            first_error(counters, "extractor_crash", exc)
+        if isinstance(extracted, ExtractCrash):
+            log.warning("extract: %s: %s crashed the extractor (%s), skipped", meta["warc_file"], raw.url, extracted)
+            first_error(counters, "extractor_crash", extracted)
             return "", "extractor_crash"
-        except CurateError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - one page must never stop the file
-            log.debug("extract: %s: %s: %s", meta["warc_file"], raw.url, exc)
-            first_error(counters, "extractor_error", exc)
+        if isinstance(extracted, BaseException):
+            log.debug("extract: %s: %s: %s", meta["warc_file"], raw.url, extracted)
+            first_error(counters, "extractor_error", extracted)
             return "", "extractor_error"
-        text, fixed = clean.clean_text(text or "")
+        text, fixed = clean.clean_text(extracted or "")
         if fixed:
             counters["ftfy_fixed"] = counters.get("ftfy_fixed", 0) + 1
         if len(text) < self.min_chars:
             return "", "empty"
         return text, None
+
+
+class _Batch:
+    """The documents and rejected records of one output batch, and what went in."""
+
+    def __init__(self) -> None:
+        self.kept: list[dict[str, Any]] = []
+        self.rejected: list[dict[str, Any]] = []
+        self.docs_in = self.html_bytes = 0
+
+    def add(self, raw: RawRecord, meta: dict[str, Any], reason: str | None, text: str, source: str, label: str,
+            seen_ids: set[str], counters: dict[str, Any]) -> None:  # fmt: skip
+        self.docs_in += 1
+        self.html_bytes += raw.length
+        if reason is not None:
+            meta.update(status=raw.status, length=raw.length)
+        rid = raw.record_id or f"{label}@{raw.offset}"
+        if rid in seen_ids:  # a WARC file from elsewhere may repeat a record id: ids must stay unique
+            counters["duplicate_record_id"] = counters.get("duplicate_record_id", 0) + 1
+            rid = f"{rid}@{raw.offset}"
+        seen_ids.add(rid)
+        doc = {"id": rid, "text": text, "source": source, "url": raw.url, "meta": json.dumps(meta, ensure_ascii=False)}
+        if reason is None:
+            self.kept.append(doc)
+        else:
+            self.rejected.append({**doc, "reason": reason})

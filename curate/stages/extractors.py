@@ -349,20 +349,17 @@ def extractor_function(name: str):
 def serve(extractor: str) -> int:
     """The helper's loop (``python -m curate.stages.extract --serve NAME``)."""
     fn = extractor_function(extractor)
-    inp = os.fdopen(os.dup(0), "rb", buffering=0)
-    out = os.fdopen(os.dup(1), "wb", buffering=0)
+    inp = os.fdopen(os.dup(0), "rb", buffering=1 << 20)  # buffered: a stream of pages is read in few system calls
+    out = os.fdopen(os.dup(1), "wb", buffering=0)  # each answer goes out at once (the parent times each page)
     os.dup2(2, 1)  # stray prints of a library go to stderr, never into the protocol
     while True:
         head = inp.read(8)
         if len(head) < 8:
             return 0
         (n,) = struct.unpack("<Q", head)
-        data = b""
-        while len(data) < n:
-            more = inp.read(n - len(data))
-            if not more:
-                return 0
-            data += more
+        data = inp.read(n)  # a BufferedReader returns n bytes unless the stream ends
+        if len(data) < n:
+            return 0
         try:
             result, status = fn(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass"), b"0"
         except Exception as exc:  # noqa: BLE001 - reported to the parent, counted there

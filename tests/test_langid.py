@@ -179,3 +179,105 @@ def test_invalid_utf8_and_huge_documents_do_not_crash_a_shard(tmp_path, run):
     rej = pq.read_table(out / "_rejected", columns=["id", "text", "reason"]).to_pydict()
     assert dict(zip(rej["id"], rej["reason"])) == {"b": "lang", "d": "lang"}
     assert rej["text"][rej["id"].index("b")] == "caf\u00e9 \ufffd\ufffd\ufffd broken"
+
+
+# --------------------------------------------------------------------------- the compiled fastText kernel
+
+from curate.stages import fasttext_model  # noqa: E402
+
+
+def _library_top1(model, texts: list[str]) -> tuple[list, list]:
+    labels, probs = model.predict(texts, k=1)
+    return [lab[0] if len(lab) else None for lab in labels], [float(p[0]) if len(p) else 0.0 for p in probs]
+
+
+def _kernel_matches_library(path: Path, texts: list[str]) -> None:
+    kernel = fasttext_model.load(path)
+    assert kernel is not None, f"{path}: the kernel should run this model"
+    from fasttext.FastText import _FastText
+
+    want_labels, want_probs = _library_top1(_FastText(model_path=str(path)), texts)
+    got_labels, got_probs = kernel.predict(texts)
+    assert got_labels == want_labels
+    assert [float(p) if lab else 0.0 for lab, p in zip(got_labels, got_probs)] == want_probs  # bit for bit
+
+
+ODD_TEXTS = [
+    "", " ", "\t\v\f\r", "x", "a\x00b c", "</s> hello </s> world", "__label__en is a label here", "__label__ alone",
+    "ÄÖÜ straße 😀 ​ zero-width", "日本語のテキストです。", "  leading and trailing  ", "a" * 5000, "é" * 300 + " ok",
+    "mixed\rcarriage\rreturns", "Ελληνικά και русский текст", "\u00a0non-breaking\u00a0spaces\u2028here",
+]  # fmt: skip
+
+
+def test_kernel_gives_fastTexts_labels_and_probabilities_on_real_and_odd_text():
+    """The shipped lid.176.ftz (product-quantized, quantized norms, pruned n-grams, hierarchical softmax):
+    UDHR articles in every fixture language, sampled as langid samples them, and odd strings."""
+    if fasttext_model._native is None:
+        pytest.skip("kernel not built")
+    texts = [sample_text("\n".join(v["articles"]), 4000) for v in UDHR.values()]
+    texts += [sample_text(prose(i, 400), 4000) for i in range(50)] + ODD_TEXTS
+    _kernel_matches_library(DEFAULT_MODEL, texts)
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [
+        {"loss": "softmax"},
+        {"loss": "hs", "wordNgrams": 2},
+        {"loss": "softmax", "wordNgrams": 3, "maxn": 0},
+        {"loss": "hs", "quantize": {"qnorm": False, "cutoff": 2000}},
+        {"loss": "softmax", "wordNgrams": 2, "quantize": {"qnorm": True, "cutoff": 500}},
+    ],
+    ids=["softmax-dense", "hs-bigrams", "softmax-trigrams-nosubwords", "hs-quantized", "softmax-quantized-qnorm"],
+)
+def test_kernel_matches_the_library_on_models_trained_here(tmp_path, settings):
+    """Dense and quantized input, hierarchical softmax and softmax, word n-grams, no subwords."""
+    if fasttext_model._native is None:
+        pytest.skip("kernel not built")
+    labels = {"eng": "en", "fra": "fr", "deu_1996": "de", "rus": "ru", "spa": "es"}
+    lines = [f"__label__{lab} {sent}" for name, lab in labels.items() for art in UDHR[name]["articles"]
+             for sent in re.split(r"(?<=[.;:])\s+", art.replace("\n", " "))]  # fmt: skip
+    train = tmp_path / "train.txt"
+    train.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    quant = settings.pop("quantize", None)
+    args = {"epoch": 30, "lr": 0.5, "dim": 12, "minn": 2, "maxn": 4, "bucket": 50_000, "thread": 1, "verbose": 0, "seed": 1, **settings}
+    path = tmp_path / ("m.ftz" if quant else "m.bin")
+    code = (
+        "import fasttext, json, sys; a = json.loads(sys.argv[1]); q = json.loads(sys.argv[2]); "
+        "m = fasttext.train_supervised(sys.argv[3], **a)\n"
+        "if q: m.quantize(input=sys.argv[3], retrain=False, **q)\n"
+        "m.save_model(sys.argv[4])"
+    )
+    subprocess.run([sys.executable, "-c", code, json.dumps(args), json.dumps(quant), str(train), str(path)], check=True)
+    texts = [" ".join(UDHR[n]["articles"][k].split()) for n in UDHR for k in (0, 5)] + ODD_TEXTS
+    _kernel_matches_library(path, texts)
+
+
+def test_kernel_declines_what_it_does_not_run(tmp_path):
+    """A word-vector model, a file that is not a model, a truncated model: None (the library predicts)."""
+    train = tmp_path / "t.txt"
+    train.write_text(" ".join(prose(i, 200) for i in range(30)), encoding="utf-8")
+    vec = tmp_path / "vec.bin"
+    code = "import fasttext, sys; fasttext.train_unsupervised(sys.argv[1], dim=8, epoch=1, minCount=1, thread=1, verbose=0).save_model(sys.argv[2])"
+    subprocess.run([sys.executable, "-c", code, str(train), str(vec)], check=True)
+    assert fasttext_model.load(vec) is None
+    (tmp_path / "junk.bin").write_bytes(b"not a model at all")
+    assert fasttext_model.load(tmp_path / "junk.bin") is None
+    (tmp_path / "cut.ftz").write_bytes(DEFAULT_MODEL.read_bytes()[:400_000])
+    assert fasttext_model.load(tmp_path / "cut.ftz") is None
+
+
+def test_langid_output_is_the_same_with_the_library(tmp_path, run, monkeypatch):
+    """The stage with the kernel and with CURATE_FASTTEXT=library: byte-identical shards."""
+    from curate.stages import langid as langid_mod
+
+    rows = [("\n".join(v["articles"][:4]), "cc/x") for v in UDHR.values()] + [(prose(i, 300), "pile/x") for i in range(40)]
+    src = make_docs(tmp_path / "in", rows)
+    run("langid", "--in", src, "--out", tmp_path / "k", "--keep", "en", "--workers", 1)
+    monkeypatch.setenv("CURATE_FASTTEXT", "library")
+    langid_mod.fast_model.cache_clear()
+    try:
+        run("langid", "--in", src, "--out", tmp_path / "l", "--keep", "en", "--workers", 1)
+    finally:
+        langid_mod.fast_model.cache_clear()
+    assert (tmp_path / "k" / "part-00000.parquet").read_bytes() == (tmp_path / "l" / "part-00000.parquet").read_bytes()

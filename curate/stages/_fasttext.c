@@ -1,0 +1,388 @@
+/* fastText supervised prediction (top-1 label and its probability) for a batch of texts.
+ *
+ * The compiled twin of fastText 0.9.2's FastText::predictLine for the models curate loads
+ * (curate.stages.fasttext_model parses the file and checks that it is one of them): each
+ * text is split into tokens at the bytes fastText splits at, every token is looked up in
+ * the vocabulary, its character n-grams are hashed (FNV-1a over the UTF-8 bytes, each byte
+ * sign-extended as fastText does), pruned and bucketed, word n-gram hashes are added, and
+ * the hidden vector is the float32 sum of the rows in fastText's order, times 1/count. The
+ * output layer is a hierarchical softmax searched depth first with fastText's pruning, or
+ * a softmax. Same operations in the same order in float32, so the results are fastText's.
+ * It is ~10x faster because nothing is allocated per token. Needs only Python.h.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+typedef struct {
+    int32_t dim, minn, maxn, word_ngrams, bucket, nwords, loss_hs, osz;
+    int64_t prune_size; /* -1: no pruning, 0: every n-gram pruned, >0: prune_map holds the kept buckets */
+    int32_t nsubq, dsub, lastdsub;
+    int quant;
+    const uint8_t *codes;   /* quant: nsubq bytes per row */
+    const float *centroids; /* quant: the product quantizer's centroids */
+    const float *norms;     /* quant: each row's norm (1 unless the norms were quantized too) */
+    const float *input;     /* dense: dim floats per row */
+    int64_t input_rows;
+    const float *output; /* osz (softmax) or osz - 1 (hierarchical softmax) rows of dim floats */
+    const int32_t *left, *right; /* the Huffman tree (hierarchical softmax): 2 * osz - 1 nodes */
+    const int32_t *prune_map;    /* bucket -> row offset after the words, or -1 */
+    /* the vocabulary: open addressing by fastText's hash; slot -> entry id or -1 */
+    const int32_t *slots;
+    int64_t nslots;
+    const uint8_t *vocab_bytes;
+    const int64_t *vocab_offsets;
+    const int8_t *vocab_types; /* 0 word, 1 label */
+    int32_t eos_id;
+    const uint8_t *label_prefix;
+    Py_ssize_t label_prefix_len;
+} Model;
+
+static inline uint32_t ft_hash(const uint8_t *s, Py_ssize_t n, uint32_t h) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        h ^= (uint32_t)(int8_t)s[i];
+        h *= 16777619u;
+    }
+    return h;
+}
+
+static int32_t vocab_id(const Model *m, const uint8_t *w, Py_ssize_t n, uint32_t h) {
+    int64_t slot = (int64_t)(h % (uint64_t)m->nslots);
+    for (;;) {
+        int32_t id = m->slots[slot];
+        if (id < 0) return -1;
+        int64_t a = m->vocab_offsets[id], b = m->vocab_offsets[id + 1];
+        if (b - a == n && memcmp(m->vocab_bytes + a, w, n) == 0) return id;
+        slot = (slot + 1) % m->nslots;
+    }
+}
+
+static inline void add_row(const Model *m, float *hidden, int64_t row) {
+    if (m->quant) {
+        const uint8_t *code = m->codes + (int64_t)m->nsubq * row;
+        float norm = m->norms[row];
+        for (int32_t q = 0; q < m->nsubq; q++) {
+            int32_t d = q == m->nsubq - 1 ? m->lastdsub : m->dsub;
+            const float *c = q == m->nsubq - 1 ? m->centroids + (int64_t)q * 256 * m->dsub + (int64_t)code[q] * m->lastdsub
+                                               : m->centroids + ((int64_t)q * 256 + code[q]) * m->dsub;
+            for (int32_t k = 0; k < d; k++) hidden[q * m->dsub + k] += norm * c[k];
+        }
+    } else {
+        const float *r = m->input + row * m->dim;
+        for (int32_t k = 0; k < m->dim; k++) hidden[k] += r[k];
+    }
+}
+
+static inline void push_bucket(const Model *m, float *hidden, int64_t *count, int32_t h) {
+    if (m->prune_size == 0 || h < 0) return;
+    int64_t id = h;
+    if (m->prune_size > 0) {
+        id = m->prune_map[h];
+        if (id < 0) return;
+    }
+    add_row(m, hidden, m->nwords + id);
+    (*count)++;
+}
+
+/* fastText's computeSubwords over "<" + token + ">" (bytes in buf[0:n]) */
+static void add_subwords(const Model *m, float *hidden, int64_t *count, const uint8_t *w, Py_ssize_t n) {
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if ((w[i] & 0xC0) == 0x80) continue;
+        uint32_t h = 2166136261u;
+        Py_ssize_t j = i;
+        for (int32_t len = 1; j < n && len <= m->maxn; len++) {
+            h = ft_hash(w + j, 1, h);
+            j++;
+            while (j < n && (w[j] & 0xC0) == 0x80) {
+                h = ft_hash(w + j, 1, h);
+                j++;
+            }
+            if (len >= m->minn && !(len == 1 && (i == 0 || j == n))) push_bucket(m, hidden, count, (int32_t)(h % (uint32_t)m->bucket));
+        }
+    }
+}
+
+static inline int is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0'; }
+
+typedef struct {
+    float score;
+    int32_t node;
+    int have;
+} Best;
+
+static inline float std_log(float x) { return (float)log((double)x + 1e-5); }
+
+static void dfs(const Model *m, int32_t node, float score, Best *best, const float *hidden) {
+    if (score < std_log(0.0f)) return;
+    if (best->have && score < best->score) return;
+    if (m->left[node] == -1 && m->right[node] == -1) {
+        /* k = 1: a leaf scoring as high as the best replaces it (std::push_heap / pop_heap) */
+        best->score = score;
+        best->node = node;
+        best->have = 1;
+        return;
+    }
+    const float *row = m->output + (int64_t)(node - m->osz) * m->dim;
+    float f = 0.0f;
+    for (int32_t k = 0; k < m->dim; k++) f += row[k] * hidden[k];
+    f = (float)(1. / (1 + expf(-f)));
+    dfs(m, m->left[node], score + std_log(1.0f - f), best, hidden);
+    dfs(m, m->right[node], score + std_log(f), best, hidden);
+}
+
+static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
+                       float *scratch, int32_t *label, float *prob) {
+    int64_t count = 0, nhash = 0;
+    memset(hidden, 0, m->dim * sizeof(float));
+    Py_ssize_t pos = 0;
+    int done = 0;
+    while (!done) {
+        /* readWord: skip separators; a newline alone is the end-of-sentence token; the end of the text ends the line */
+        Py_ssize_t start = -1, end = -1;
+        int eos = 0;
+        while (pos < len) {
+            uint8_t c = text[pos];
+            if (is_space(c)) {
+                if (start < 0) {
+                    pos++;
+                    if (c == '\n') {
+                        eos = 1;
+                        break;
+                    }
+                    continue;
+                }
+                break; /* the separator stays for the next call (a newline becomes the next token) */
+            }
+            if (start < 0) start = pos;
+            pos++;
+            end = pos;
+        }
+        const uint8_t *w;
+        Py_ssize_t wn;
+        if (eos) {
+            w = (const uint8_t *)"</s>";
+            wn = 4;
+        } else if (start >= 0) {
+            w = text + start;
+            wn = end - start;
+        } else {
+            break; /* the text ended */
+        }
+        uint32_t h = ft_hash(w, wn, 2166136261u);
+        int32_t wid = vocab_id(m, w, wn, h);
+        int type = wid >= 0 ? m->vocab_types[wid]
+                            : (wn >= m->label_prefix_len && memcmp(w, m->label_prefix, m->label_prefix_len) == 0 ? 1 : 0);
+        if (type == 0) {
+            if (wid < 0) {
+                if (!eos) {
+                    buf[0] = '<';
+                    memcpy(buf + 1, w, wn);
+                    buf[wn + 1] = '>';
+                    add_subwords(m, hidden, &count, buf, wn + 2);
+                }
+            } else {
+                add_row(m, hidden, wid);
+                count++;
+                if (m->maxn > 0 && wid != m->eos_id) {
+                    buf[0] = '<';
+                    memcpy(buf + 1, w, wn);
+                    buf[wn + 1] = '>';
+                    add_subwords(m, hidden, &count, buf, wn + 2);
+                }
+            }
+            hashes[nhash++] = (int32_t)h; /* fastText keeps word hashes as int32 */
+        }
+        if (eos || (wn == 4 && memcmp(w, "</s>", 4) == 0)) done = 1; /* getLine stops at the end-of-sentence token */
+    }
+    /* word n-grams (fastText's addWordNgrams) */
+    for (int64_t i = 0; i < nhash && m->word_ngrams > 1; i++) {
+        uint64_t h = (uint64_t)(int64_t)hashes[i]; /* sign-extended, as fastText's int32 -> uint64 */
+        for (int64_t j = i + 1; j < nhash && j < i + m->word_ngrams; j++) {
+            h = h * 116049371ULL + (uint64_t)(int64_t)hashes[j];
+            push_bucket(m, hidden, &count, (int32_t)(h % (uint64_t)m->bucket));
+        }
+    }
+    *label = -1;
+    *prob = 0.0f;
+    if (count == 0) return 0; /* fastText predicts nothing for an empty line */
+    float a = (float)(1.0 / (double)count);
+    for (int32_t k = 0; k < m->dim; k++) hidden[k] *= a;
+    if (m->loss_hs) {
+        Best best = {0.0f, -1, 0};
+        dfs(m, 2 * m->osz - 2, 0.0f, &best, hidden);
+        if (best.have) {
+            *label = best.node;
+            *prob = expf(best.score);
+        }
+    } else {
+        float mx = 0.0f, z = 0.0f;
+        for (int32_t i = 0; i < m->osz; i++) {
+            const float *row = m->output + (int64_t)i * m->dim;
+            float d = 0.0f;
+            for (int32_t k = 0; k < m->dim; k++) d += row[k] * hidden[k];
+            scratch[i] = d;
+            if (i == 0 || d > mx) mx = d;
+        }
+        for (int32_t i = 0; i < m->osz; i++) {
+            scratch[i] = expf(scratch[i] - mx);
+            z += scratch[i];
+        }
+        float best = 0.0f;
+        for (int32_t i = 0; i < m->osz; i++) {
+            scratch[i] /= z;
+            float s = std_log(scratch[i]);
+            if (*label < 0 || !(s < best)) { /* k = 1: an equal score replaces the best (std::push_heap / pop_heap) */
+                best = s;
+                *label = i;
+            }
+        }
+        *prob = expf(best);
+    }
+    return 0;
+}
+
+static int get_buf(PyObject *obj, Py_buffer *b, const char *what) {
+    if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS) < 0) {
+        PyErr_Format(PyExc_TypeError, "%s: a contiguous buffer is needed", what);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *predict(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_text, *o_off, *o_model, *o_label, *o_prob;
+    if (!PyArg_ParseTuple(args, "OOO!OO", &o_text, &o_off, &PyTuple_Type, &o_model, &o_label, &o_prob)) return NULL;
+    if (PyTuple_GET_SIZE(o_model) != 29) {
+        PyErr_SetString(PyExc_ValueError, "model: 29 fields expected");
+        return NULL;
+    }
+    Model m;
+    Py_buffer bufs[12];
+    int nb = 0;
+    PyObject *result = NULL;
+    long long ints[16];
+    for (int i = 0; i < 16; i++) {
+        ints[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(o_model, i));
+        if (ints[i] == -1 && PyErr_Occurred()) return NULL;
+    }
+    m.dim = (int32_t)ints[0];
+    m.minn = (int32_t)ints[1];
+    m.maxn = (int32_t)ints[2];
+    m.word_ngrams = (int32_t)ints[3];
+    m.bucket = (int32_t)ints[4];
+    m.nwords = (int32_t)ints[5];
+    m.loss_hs = (int32_t)ints[6];
+    m.osz = (int32_t)ints[7];
+    m.prune_size = ints[8];
+    m.nsubq = (int32_t)ints[9];
+    m.dsub = (int32_t)ints[10];
+    m.lastdsub = (int32_t)ints[11];
+    m.quant = (int)ints[12];
+    m.input_rows = ints[13];
+    m.eos_id = (int32_t)ints[14];
+    m.nslots = ints[15];
+    if (m.dim < 1 || m.dim > 4096 || m.osz < 1 || m.bucket < 1 || m.nslots < 1 || m.maxn > 64) {
+        PyErr_SetString(PyExc_ValueError, "model: bad sizes");
+        return NULL;
+    }
+    const char *names[12] = {"codes", "centroids", "input", "norms", "output", "left", "right", "prune_map", "slots", "vocab_bytes",
+                             "vocab_offsets", "vocab_types"};
+    for (int i = 0; i < 12; i++) {
+        if (get_buf(PyTuple_GET_ITEM(o_model, 16 + i), &bufs[nb], names[i]) < 0) goto done;
+        nb++;
+    }
+    m.codes = bufs[0].buf;
+    m.centroids = bufs[1].buf;
+    m.input = bufs[2].buf;
+    m.norms = bufs[3].buf;
+    m.output = bufs[4].buf;
+    m.left = bufs[5].buf;
+    m.right = bufs[6].buf;
+    m.prune_map = bufs[7].buf;
+    m.slots = bufs[8].buf;
+    m.vocab_bytes = bufs[9].buf;
+    m.vocab_offsets = bufs[10].buf;
+    m.vocab_types = bufs[11].buf;
+    {
+        PyObject *prefix = PyTuple_GET_ITEM(o_model, 28);
+        if (!PyBytes_Check(prefix)) {
+            PyErr_SetString(PyExc_TypeError, "model: the label prefix must be bytes");
+            goto done;
+        }
+        m.label_prefix = (const uint8_t *)PyBytes_AS_STRING(prefix);
+        m.label_prefix_len = PyBytes_GET_SIZE(prefix);
+    }
+    {
+        Py_buffer tb, ob, lb, pb;
+        if (get_buf(o_text, &tb, "texts") < 0) goto done;
+        if (get_buf(o_off, &ob, "offsets") < 0) {
+            PyBuffer_Release(&tb);
+            goto done;
+        }
+        if (get_buf(o_label, &lb, "labels") < 0) {
+            PyBuffer_Release(&tb);
+            PyBuffer_Release(&ob);
+            goto done;
+        }
+        if (get_buf(o_prob, &pb, "probs") < 0) {
+            PyBuffer_Release(&tb);
+            PyBuffer_Release(&ob);
+            PyBuffer_Release(&lb);
+            goto done;
+        }
+        Py_ssize_t n = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
+        const int64_t *off = ob.buf;
+        int ok = n >= 0 && lb.len >= n * (Py_ssize_t)sizeof(int32_t) && pb.len >= n * (Py_ssize_t)sizeof(float);
+        Py_ssize_t longest = 0;
+        for (Py_ssize_t i = 0; ok && i < n; i++) {
+            if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > tb.len) ok = 0;
+            else if (off[i + 1] - off[i] > longest) longest = off[i + 1] - off[i];
+        }
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "texts, offsets, labels and probs do not fit together");
+        } else {
+            uint8_t *buf = PyMem_Malloc(longest + 3);
+            int32_t *hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
+            float *hidden = PyMem_Malloc(m.dim * sizeof(float));
+            float *scratch = PyMem_Malloc((m.osz + 1) * sizeof(float));
+            if (!buf || !hashes || !hidden || !scratch) {
+                PyErr_NoMemory();
+            } else {
+                const uint8_t *t = tb.buf;
+                int32_t *labels = lb.buf;
+                float *probs = pb.buf;
+                Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++) predict_one(&m, t + off[i], off[i + 1] - off[i], buf, hashes,
+                                                                                          hidden, scratch, labels + i, probs + i);
+                Py_END_ALLOW_THREADS result = Py_None;
+                Py_INCREF(result);
+            }
+            PyMem_Free(buf);
+            PyMem_Free(hashes);
+            PyMem_Free(hidden);
+            PyMem_Free(scratch);
+        }
+        PyBuffer_Release(&tb);
+        PyBuffer_Release(&ob);
+        PyBuffer_Release(&lb);
+        PyBuffer_Release(&pb);
+    }
+done:
+    for (int i = 0; i < nb; i++) PyBuffer_Release(&bufs[i]);
+    return result;
+}
+
+static PyMethodDef methods[] = {
+    {"predict", predict, METH_VARARGS,
+     "predict(texts, offsets, model, labels, probs) -> None\n\n"
+     "Top-1 prediction of the UTF-8 texts texts[offsets[i]:offsets[i+1]] (each as fastText reads one\n"
+     "line: a final newline ends it) into labels (int32: the label's index, -1 for none) and probs\n"
+     "(float32); model is the tuple curate.stages.fasttext_model.FastTextModel builds."},
+    {NULL, NULL, 0, NULL}};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fasttext", "fastText supervised prediction (see _fasttext.c).", -1, methods,
+                                    NULL, NULL, NULL, NULL};
+
+PyMODINIT_FUNC PyInit__fasttext(void) { return PyModule_Create(&module); }

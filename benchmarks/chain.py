@@ -4,7 +4,7 @@ What a user runs, stage by stage, each stage its own process, timed whole (start
 
 * curate, the real CLI (``.venv/bin/curate``), one subprocess per stage, ``--workers 1``::
 
-      curate extract  --in CORPUS --out R/extract                       (resiliparse, the default)
+      curate extract  --in CORPUS --out R/extract --extractor resiliparse   (datatrove's extractor; curate's default is fast)
       curate langid   --in R/extract --out R/langid --keep en --min-score 0.65
       curate filter   --in R/langid  --out R/filter --config R/../filters_chain.yaml
       curate dedup fuzzy --in R/filter --out R/dedup --bands 9 --rows 13 --num-perm 117
@@ -272,7 +272,8 @@ def curate_commands(corpus: Path, run: Path, config: Path) -> list[tuple[str, li
     c = str(CURATE)
     w = ["--workers", "1"]
     return [
-        ("extract", [c, "extract", "--in", str(corpus), "--out", str(run / "extract"), *w], run / "extract"),
+        ("extract", [c, "extract", "--in", str(corpus), "--out", str(run / "extract"), "--extractor", "resiliparse", *w],
+         run / "extract"),
         ("langid", [c, "langid", "--in", str(run / "extract"), "--out", str(run / "langid"), "--keep", "en", "--min-score", "0.65", *w],
          run / "langid"),
         ("filter", [c, "filter", "--in", str(run / "langid"), "--out", str(run / "filter"), "--config", str(config), *w], run / "filter"),
@@ -869,7 +870,9 @@ def render(res: dict, args: argparse.Namespace) -> tuple[str, str, str, str]:
             slope = dedup_slope(scale, min_pages=10_000)
             src = f"measured by `{scale['meta']['command']}` on {scale['meta']['date']}, chain_scale.md"
         body += "\n" + projection(res["best"]["curate"], res["corpus"], args, slope, src)
-    return "chain", "The whole chain, WARC to tokens: curate against datatrove", note, body
+    pages = res["corpus"].get("pages") or 0
+    name = "chain" if pages in (0, 10_000) or pages < 10_000 else f"chain_{pages // 1000}k"  # 10k: the published table
+    return name, f"The whole chain, WARC to tokens: curate against datatrove{'' if name == 'chain' else f' at {pages:,} pages'}", note, body
 
 
 def write_doc(name: str, title: str, note: str, body: str, write: bool, argv: list[str] | None = None) -> None:

@@ -1442,8 +1442,12 @@ class ExtractStage(Stage):
         "keep_rejected": "Also write skipped records to OUT/_rejected/ with a reason (text empty).",
     }
     error_reasons: ClassVar[frozenset[str]] = frozenset({"extractor_error", "extractor_crash", "record_error", "decode_error", "timeout"})
-    extractor: str = param("fast", "Main-content extractor: fast (resiliparse with a boilerplate pass and a trafilatura fallback; "
-                           "the best main-content F1 here), resiliparse (fastest), trafilatura, justext (MT-NLG's).", choices=EXTRACTORS)
+    extractor: str = param(
+        "fast",
+        "Main-content extractor: fast (resiliparse with a boilerplate pass and a trafilatura fallback; "
+        "the best main-content F1 here), resiliparse (fastest), trafilatura, justext (MT-NLG's).",
+        choices=EXTRACTORS,
+    )
     source: str | None = param(None, "The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].",
                                metavar="NAME")  # fmt: skip
     max_html_bytes: int = param(1_000_000, "Longer HTML bodies are cut here and extracted (counted: truncated_html).", min=1)

@@ -83,10 +83,12 @@ class Counting:
 
 def build_input(mb: float, shard_docs: int) -> tuple[Path, int, int]:
     """sample_data/pile replicated to ``mb`` MB of text (ids made unique per replica); (dir, docs, bytes)."""
-    from curate.dataset import ShardWriter, read_table, shard_name
+    from curate.dataset import read_table
+    from curate.formats.parquet import ParquetWriter
     from curate.runtime import run
     from curate.stages.pile import DownloadPile
     from curate.storage import write_json_atomic
+    from curate.targets import shard_name
 
     out = WORK / f"input-{mb:g}MB-{shard_docs}"
     if (out / "_SUCCESS").exists():
@@ -104,7 +106,7 @@ def build_input(mb: float, shard_docs: int) -> tuple[Path, int, int]:
     table = pa.concat_tables(parts)
     n = table.num_rows
     for i, start in enumerate(range(0, n, shard_docs)):
-        w = ShardWriter(out / f"{shard_name(i)}.parquet", table.schema)
+        w = ParquetWriter(out / f"{shard_name(i)}.parquet", table.schema)
         w.write(table.slice(start, shard_docs))
         w.close()
     write_json_atomic(out / "_SUCCESS", {"docs_out": n, "bytes_out": base_bytes * reps, "replicas": reps})

@@ -72,7 +72,7 @@ def build_dataset(out: Path, size_mb: float, shards: int) -> str:
     """A dataset directory of about ``size_mb`` MB of text in ``shards`` shards (row groups of 1024)."""
     import pyarrow as pa
 
-    from curate.dataset import ShardWriter
+    from curate.formats.parquet import ParquetWriter
     from curate.schema import BASE_SCHEMA
     from curate.storage import write_json_atomic
 
@@ -95,7 +95,7 @@ def build_dataset(out: Path, size_mb: float, shards: int) -> str:
     per = -(-len(docs) // shards)
     for s in range(shards):
         part = docs[s * per : (s + 1) * per]
-        w = ShardWriter(out / f"part-{s:05d}.parquet", BASE_SCHEMA)
+        w = ParquetWriter(out / f"part-{s:05d}.parquet", BASE_SCHEMA)
         for k in range(0, len(part), 1024):
             rows = [
                 {"id": f"b{s}-{k + j}", "text": t, "source": "bench/text", "url": None, "meta": None}

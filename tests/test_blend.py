@@ -11,7 +11,8 @@ import pyarrow as pa
 import pytest
 import yaml
 
-from curate.dataset import ShardWriter, read_success
+from curate.dataset import read_success
+from curate.formats.parquet import ParquetWriter
 from curate.megatron import IndexedDataset, IndexedDatasetWriter
 from curate.schema import BASE_SCHEMA
 from curate.stages.blend import parse_data_path, partial_count
@@ -170,7 +171,7 @@ def test_dataset_directory_source_is_tokenized(tmp_path, run, sources):
     d = tmp_path / "clean"
     d.mkdir()
     rows = [{"id": str(i), "text": prose(i), "source": "cc/X" if i % 2 else "pile/Y", "url": None, "meta": None} for i in range(30)]
-    w = ShardWriter(d / "part-00000.parquet", BASE_SCHEMA)
+    w = ParquetWriter(d / "part-00000.parquet", BASE_SCHEMA)
     w.write(pa.Table.from_pylist(rows, schema=BASE_SCHEMA))
     w.close()
     body = {"total_tokens": 1_000_000, "sources": [{"name": "cc", "path": str(d), "sources": "cc/*", "epochs": 2}]}
@@ -186,7 +187,7 @@ def test_a_source_without_documents_is_an_error_or_a_warning_quiet_does_not_hide
     d = tmp_path / "clean"
     d.mkdir()
     rows = [{"id": str(i), "text": prose(i), "source": "pile/Y", "url": None, "meta": None} for i in range(10)]
-    w = ShardWriter(d / "part-00000.parquet", BASE_SCHEMA)
+    w = ParquetWriter(d / "part-00000.parquet", BASE_SCHEMA)
     w.write(pa.Table.from_pylist(rows, schema=BASE_SCHEMA))
     w.close()
     p, _ = sources["pile/Wikipedia"]

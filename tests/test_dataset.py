@@ -16,9 +16,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from curate.dataset import ShardWriter, read_success, resolve_inputs
+from curate.dataset import read_success, resolve_inputs
 from curate.errors import CurateError, ShardError
 from curate.executor import LocalExecutor
+from curate.formats.parquet import ParquetWriter
 from curate.runtime import run
 from curate.schema import BASE_SCHEMA
 from curate.stages.clean import CleanStage
@@ -46,7 +47,7 @@ def digest_dir(path: Path) -> dict[str, str]:
 
 def test_shard_writer_round_trip_and_atomic(tmp_path):
     t = docs_table(10)
-    w = ShardWriter(tmp_path / "part-00000.parquet")
+    w = ParquetWriter(tmp_path / "part-00000.parquet")
     w.write(t.slice(0, 4))
     w.write(t.slice(4))
     assert not (tmp_path / "part-00000.parquet").exists()  # only the temporary name so far
@@ -60,7 +61,7 @@ def test_shard_writer_round_trip_and_atomic(tmp_path):
 
 
 def test_shard_writer_abort_leaves_nothing(tmp_path):
-    w = ShardWriter(tmp_path / "part-00000.parquet")
+    w = ParquetWriter(tmp_path / "part-00000.parquet")
     w.write(docs_table(3))
     w.abort()
     assert list(tmp_path.iterdir()) == []

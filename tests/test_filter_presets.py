@@ -17,8 +17,9 @@ import pytest
 from curate.config import load_yaml
 from curate.errors import CurateError
 from curate.schema import BASE_SCHEMA
-from curate.stages.filters import ALL_RULES, PRESETS, RULE_SETS, FilterConfig, FilterStage, default_config_path
+from curate.stages.filters import PRESETS, FilterConfig, FilterStage, all_rules, default_config_path, default_rule_sets, known_rule_sets
 from curate.stages.filters.text import DATATROVE_PUNCTUATION, Doc
+from curate.stats import Counters
 
 
 def distinct_words(n: int, length: int = 5) -> list[str]:
@@ -32,7 +33,7 @@ def stage(rules: list[str], preset: str = "published", **kw) -> FilterStage:
 
 def decide(text: str, rules: list[str], preset: str = "published", source: str = "web") -> tuple[str | None, str]:
     """``(reason or None, kept text)`` of the stage for one document."""
-    return stage(rules, preset).check(text, source, {})
+    return stage(rules, preset).check(text, source, Counters())
 
 
 # --------------------------------------------------------------------------- C4: the TFDS code against the paper's list
@@ -65,8 +66,8 @@ def test_c4_line_rules_differ_by_preset():
     }
     for preset, kept in expected.items():
         doc = Doc("\n".join(lines))
-        th = {**RULE_SETS["c4"].thresholds(preset=preset), "min_sentences": None}
-        assert RULE_SETS["c4"].check(doc, th, {}) is None
+        th = {**known_rule_sets()["c4"].thresholds(preset=preset), "min_sentences": None}
+        assert known_rule_sets()["c4"].check(doc, th, {}) is None
         assert doc.text.splitlines() == kept, preset
 
 
@@ -74,9 +75,9 @@ def test_c4_words_counted_after_citation_marks():
     """TFDS splits a line into words after removing its citation marks; datatrove before."""
     line = "Built in 1820 [1] [2]."  # 5 words with the marks, 4 without ("[2]." leaves ".")
     for preset, kept in [("tfds", False), ("datatrove", True)]:
-        th = {**RULE_SETS["c4"].thresholds(preset=preset), "min_sentences": None, "min_words_per_line": 5}
+        th = {**known_rule_sets()["c4"].thresholds(preset=preset), "min_sentences": None, "min_words_per_line": 5}
         doc = Doc("Farmers bring their grain every autumn.\n" + line)
-        assert RULE_SETS["c4"].check(doc, th, {}) is None
+        assert known_rule_sets()["c4"].check(doc, th, {}) is None
         assert (len(doc.text.splitlines()) == 2) is kept, preset
 
 
@@ -203,7 +204,7 @@ def test_joined_ngrams_against_the_reference_on_generated_text():
         (["gopher_quality"], "empty", "empty"),  # datatrove drops it too (too few words)
         (["c4"], "empty", "empty"),  # (too few sentences)
         (["fineweb"], "empty", "empty"),  # (no lines)
-        (ALL_RULES, "empty", "empty"),  # (its quality filter)
+        (all_rules(), "empty", "empty"),  # (its quality filter)
     ],
 )
 def test_whitespace_only_text(rules, published, datatrove):
@@ -232,7 +233,7 @@ def test_shipped_configs_use_the_published_definitions():
     for path in [default_config_path(), Path(__file__).resolve().parents[1] / "pipelines" / "mtnlg" / "filters.yaml"]:
         cfg = FilterConfig.from_mapping(load_yaml(path), str(path))
         assert cfg.preset == "published" and not cfg.presets
-        assert {r: cfg.preset_for(r) for r in RULE_SETS} == {
+        assert {r: cfg.preset_for(r) for r in default_rule_sets()} == {
             "gopher_quality": "paper",
             "gopher_repetition": "paper",
             "c4": "tfds",
@@ -257,8 +258,8 @@ def test_presets_per_rule_set_and_per_source(tmp_path):
     assert cfg.preset_for("c4", "fineweb") == "fineweb"  # a source's preset is over the config's
     text = "\n".join(SIX)
     st = FilterStage(config=str(p))
-    assert st.check(text, "cc/a", {})[0] == "c4:min_sentences"  # c4: datatrove
-    assert st.check(text, "fw/a", {})[0] is not None
+    assert st.check(text, "cc/a", Counters())[0] == "c4:min_sentences"  # c4: datatrove
+    assert st.check(text, "fw/a", Counters())[0] is not None
     params = st.params()["config"]
     assert params["presets"]["c4"] == "datatrove"
     assert params["sources"][0] == ["fw/*", ["gopher_repetition", "gopher_quality", "c4", "fineweb"], "fineweb"]
@@ -279,8 +280,8 @@ def test_preset_changes_the_recorded_parameters():
     assert params["published"] == FilterStage().params()
     assert params["fineweb"]["config"]["definitions"]["c4/fineweb"]["terminal_punct"] is False
     # a preset given by name, and the same definition written out as thresholds, run alike
-    written = FilterStage(config=FilterConfig(default=["c4"], thresholds={"c4": dict(RULE_SETS["c4"].presets["datatrove"])}))
-    assert written.check("\n".join(SIX), "web", {})[0] == "c4:min_sentences"
+    written = FilterStage(config=FilterConfig(default=["c4"], thresholds={"c4": dict(known_rule_sets()["c4"].presets["datatrove"])}))
+    assert written.check("\n".join(SIX), "web", Counters())[0] == "c4:min_sentences"
 
 
 def test_programmatic_config_is_checked():

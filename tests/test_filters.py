@@ -20,7 +20,7 @@ from curate.config import load_yaml
 from curate.dataset import read_success
 from curate.errors import CurateError
 from curate.schema import BASE_SCHEMA
-from curate.stages.filters import RULE_SETS, FilterConfig, default_config_path
+from curate.stages.filters import FilterConfig, default_config_path, known_rule_sets
 from curate.stages.filters.c4 import PUNKT_ENDS, count_sentences
 from curate.stages.filters.text import Doc, words
 from tests.conftest import prose, write_raw_shard
@@ -63,7 +63,7 @@ DEFINITION_KEYS = ("short_line_length", "line_punct_exclude_zero", "remove_citat
 
 def only(rule_set: str, *keys: str, preset: str | None = None) -> dict:
     """A preset's thresholds (default: the published one) with every rule off except ``keys``."""
-    rs = RULE_SETS[rule_set]
+    rs = known_rule_sets()[rule_set]
     th = {}
     for k, v in rs.thresholds(preset=preset).items():
         if k in keys or isinstance(v, (list, str)) or k in DEFINITION_KEYS:
@@ -74,7 +74,7 @@ def only(rule_set: str, *keys: str, preset: str | None = None) -> dict:
 
 
 def fails(rule_set: str, text: str, th: dict | None = None, preset: str | None = None) -> str | None:
-    rs = RULE_SETS[rule_set]
+    rs = known_rule_sets()[rule_set]
     return rs.check(Doc(text), th if th is not None else rs.thresholds(preset=preset), {})
 
 
@@ -290,7 +290,7 @@ def test_duplicate_ngrams_scan_skips_past_a_match(joined):
 
 
 def c4_check(text: str, th: dict | None = None, preset: str | None = None) -> tuple[str | None, str, dict]:
-    rs = RULE_SETS["c4"]
+    rs = known_rule_sets()["c4"]
     doc = Doc(text)
     counters: dict = {}
     reason = rs.check(doc, th or rs.thresholds(preset=preset), counters)
@@ -354,7 +354,7 @@ def test_c4_lorem_ipsum_and_curly_bracket_only_in_kept_lines(preset, min_sentenc
     assert c4_check(base + "\nlorem ipsum dolor sit amet", preset=preset)[0] is None  # the line goes first (no end mark)
     assert c4_check(base + "\nfunction f() { return 1; }.", preset=preset)[0] == "curly_bracket"
     assert c4_check(base + "\nfunction f() { return 1; }", preset=preset)[0] is None
-    th = {**RULE_SETS["c4"].thresholds(preset=preset), "lorem_ipsum": False}
+    th = {**known_rule_sets()["c4"].thresholds(preset=preset), "lorem_ipsum": False}
     assert c4_check(base + "\nLorem ipsum dolor sit amet.", th)[0] is None
 
 

@@ -15,7 +15,7 @@ from curate.config import load_yaml
 from curate.dataset import read_success
 from curate.errors import CurateError
 from curate.schema import BASE_SCHEMA
-from curate.stages.filters import KNOWN_RULE_SETS, FilterConfig, FilterStage, default_config_path
+from curate.stages.filters import FilterConfig, FilterStage, default_config_path, known_rule_sets
 from curate.stages.filters.flagged import FLAGGED_WORDS, dj_words
 from curate.stages.filters.text import Doc
 
@@ -76,7 +76,7 @@ def test_opt_in_never_runs_by_default_and_changes_no_recorded_parameter():
     cfg = FilterConfig.from_mapping(load_yaml(default_config_path()), str(default_config_path()))
     assert cfg.opt_in_used() == []
     assert "flagged_words" not in json.dumps(FilterStage().params())
-    assert "flagged_words" in KNOWN_RULE_SETS
+    assert "flagged_words" in known_rule_sets()
 
 
 def config(tmp_path: Path, body: str) -> str:

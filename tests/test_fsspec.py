@@ -125,16 +125,17 @@ def test_paths_and_helpers(s3, tmp_path):
 
 
 def test_shard_writer_on_s3_appears_only_when_complete(s3):
-    from curate.dataset import ShardWriter, read_table
+    from curate.dataset import read_table
+    from curate.formats.parquet import ParquetWriter
 
     url = f"s3://{BUCKET}/writer/part-00000.parquet"
-    w = ShardWriter(url)
+    w = ParquetWriter(url)
     w.write(docs_table(10))
     assert not s3.exists(url)  # an upload in progress is no object yet
     w.close()
     assert read_table(url).column("id").to_pylist() == [f"d{i}" for i in range(10)]
     aborted = f"s3://{BUCKET}/writer/part-00001.parquet"
-    w = ShardWriter(aborted)
+    w = ParquetWriter(aborted)
     w.write(docs_table(5))
     w.abort()
     assert not s3.exists(aborted)

@@ -264,7 +264,7 @@ def test_html_decoding_and_extraction(html, body, charset):
 def check_text_stages(texts: list[str], sources: list[str]) -> None:
     """clean, filter and langid on arbitrary text: every row kept or rejected with a known reason."""
     from curate.stages.clean import CleanStage
-    from curate.stages.filters import RULE_SETS, FilterStage
+    from curate.stages.filters import FilterStage, known_rule_sets
     from curate.stages.langid import LangIdStage
 
     n = len(texts)
@@ -279,7 +279,7 @@ def check_text_stages(texts: list[str], sources: list[str]) -> None:
         _utf8_ok(res.kept)
         for reason in res.rejected.column("reason").to_pylist():
             rs, _, rule = reason.partition(":")
-            assert reason in ("empty", "lang", "invalid_utf8") or (rs in RULE_SETS and rule in RULE_SETS[rs].reasons), reason
+            assert reason in ("empty", "lang", "invalid_utf8") or (rs in known_rule_sets() and rule in known_rule_sets()[rs].reasons), reason
 
 
 texts = st.lists(

@@ -12,7 +12,7 @@ import pytest
 
 import curate.stages.tokenize as tk
 import curate.tokenizer as tok_mod
-from curate.dataset import ShardWriter
+from curate.formats.parquet import ParquetWriter
 from curate.megatron import IndexedDataset
 from curate.schema import BASE_SCHEMA
 from tests.conftest import prose
@@ -46,7 +46,7 @@ def make_dataset(
     for s in range(shards):
         rows = docs(per_shard, list(sources), start=s * per_shard)
         all_docs += rows
-        w = ShardWriter(path / f"part-{s:05d}.parquet", BASE_SCHEMA)
+        w = ParquetWriter(path / f"part-{s:05d}.parquet", BASE_SCHEMA)
         for i in range(0, len(rows), group):
             w.write(pa.Table.from_pylist(rows[i : i + group], schema=BASE_SCHEMA))
         w.close()
@@ -246,7 +246,7 @@ def test_bad_tokenizer_is_one_line_error(tmp_path, run, name, content, message):
 
 def test_empty_input_is_an_error(tmp_path, run):
     (tmp_path / "in").mkdir()
-    w = ShardWriter(tmp_path / "in" / "part-00000.parquet", BASE_SCHEMA)
+    w = ParquetWriter(tmp_path / "in" / "part-00000.parquet", BASE_SCHEMA)
     w.close()
     r = run("tokenize", "--in", tmp_path / "in", "--out", tmp_path / "t", ok=False)
     assert r.exit_code == 1 and "no documents to tokenize" in r.stderr

@@ -26,13 +26,14 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from curate.dataset import iter_tables, shard_name
+from curate.dataset import iter_tables
 from curate.decontam.cut import SENTENCE_ENDS, DecontamStage, find_matches, id_hashes
 from curate.decontam.evalsets import fingerprint, load_eval_set, parse_specs
 from curate.decontam.index import INDEX_JSON, Index, _sorted_unique, build_index
 from curate.errors import CurateError
 from curate.runtime import Context, Stage, param
 from curate.storage import np_load, write_bytes_atomic, write_json_atomic
+from curate.targets import shard_name
 
 log = logging.getLogger("curate")
 WORK = "_work"
@@ -202,8 +203,8 @@ class Decontam(Stage):
         self.sets = [load_eval_set(s) for s in self.specs]
         self.eval_fingerprint = fingerprint(self.sets)
 
-    def params(self) -> dict[str, Any]:
-        return {**super().params(), "eval_fingerprint": self.eval_fingerprint}
+    def derived_params(self) -> dict[str, Any]:
+        return {"eval_fingerprint": self.eval_fingerprint}
 
     def __getstate__(self) -> dict[str, Any]:
         return {k: v for k, v in self.__dict__.items() if k != "sets"}

@@ -17,8 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.runtime import MapResult
-from curate.schema import with_column
+from curate.runtime import Batch, Decisions, DocStage
 from curate.storage import as_path, read_parquet
 
 SHARD_SHIFT = 32
@@ -112,7 +111,7 @@ def cluster_size_histogram(clusters: pa.Table) -> dict[str, int]:
 
 
 @dataclass
-class ApplyClusters:
+class ApplyClusters(DocStage):
     """The removal pass over one input shard: drop non-survivors, tag cluster members.
 
     ``members`` is this shard's Parquet file of (row, cluster, kept); rows not in it are
@@ -140,9 +139,9 @@ class ApplyClusters:
                 self._loaded = (np.zeros(0, np.int64), [], np.zeros(0, bool))
         return self._loaded
 
-    def __call__(self, table: pa.Table) -> MapResult:
+    def decide_batch(self, batch: Batch) -> Decisions:
         rows, clusters, kept_flags = self._load()
-        n = table.num_rows
+        n = batch.table.num_rows
         lo, hi = self._row, self._row + n
         self._row = hi
         a, b = np.searchsorted(rows, lo), np.searchsorted(rows, hi)
@@ -153,11 +152,8 @@ class ApplyClusters:
             cluster_col[r] = clusters[j]
             keep[r] = bool(kept_flags[j])
         clusters_arr = pa.array(cluster_col, pa.string())
-        tagged = with_column(table, pa.field("dup_cluster", pa.string()), clusters_arr) if self.tag else table
-        mask = pa.array(keep)
-        kept = tagged.filter(mask)
-        dropped = tagged.filter(pc.invert(mask))
-        rejected = dropped.append_column("reason", pa.array([self.reason] * dropped.num_rows, pa.string())).append_column(
-            "dup_of", clusters_arr.filter(pc.invert(mask))
+        return Decisions(
+            [None if k else self.reason for k in keep.tolist()],
+            columns={"dup_cluster": clusters_arr} if self.tag else {},
+            rejected_columns={pa.field("dup_of", pa.string()): clusters_arr},
         )
-        return MapResult(kept, rejected, {})

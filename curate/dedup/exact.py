@@ -21,13 +21,15 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import xxhash
 
-from curate.dataset import iter_tables, open_parquet, shard_name, write_table_atomic
+from curate.dataset import iter_tables, open_parquet
 from curate.dedup.clusters import ApplyClusters, cluster_size_histogram, doc_key
 from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS, PRIORITY_HELP, write_clusters
 from curate.errors import CurateError
+from curate.formats.parquet import write_table_atomic
 from curate.runtime import Context, Stage, param
 from curate.schema import source_rank
 from curate.storage import read_parquet
+from curate.targets import shard_name
 
 log = logging.getLogger("curate")
 

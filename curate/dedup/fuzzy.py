@@ -28,15 +28,17 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import iter_tables, shard_name, write_table_atomic
+from curate.dataset import iter_tables
 from curate.dedup import minhash
 from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
 from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
 from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
 from curate.errors import CurateError
+from curate.formats.parquet import write_table_atomic
 from curate.runtime import MAP_OPTIONS, Context, Stage, param
 from curate.schema import source_rank
 from curate.storage import read_parquet, save_npy_atomic, write_json_atomic
+from curate.targets import shard_name
 
 log = logging.getLogger("curate")
 
@@ -330,8 +332,8 @@ class FuzzyDedup(Stage):
         self.cfg = FuzzyConfig(self.threshold, self.ngram, self.num_perm, self.bands, self.rows, self.seed, self.verify,
                                list(self.priority)).resolved()  # fmt: skip
 
-    def params(self) -> dict[str, Any]:
-        return asdict(self.cfg)
+    def derived_params(self) -> dict[str, Any]:
+        return asdict(self.cfg)  # bands and rows resolved
 
     def summary(self, record: dict[str, Any]) -> list[str]:
         d = record.get("dedup", {})

@@ -15,10 +15,11 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from curate.dataset import files_fingerprint, read_json, record_fingerprint
+from curate.dataset import files_fingerprint, record_fingerprint
 from curate.report.collect import SUCCESS, Run, Stage, candidates, last_stages, removed
 from curate.report.fmt import fmt_int, fmt_pct, num
 from curate.storage import as_path
+from curate.targets import read_json
 
 #: A stage removing more than this share of a source's documents is warned about.
 HEAVY_SHARE = 0.5

@@ -31,10 +31,11 @@ import numpy as np
 
 from curate import __version__, megatron
 from curate.config import check_keys, load_yaml
-from curate.dataset import Inputs, files_fingerprint, input_name, is_curate_dir, read_json, record_fingerprint
+from curate.dataset import Inputs, files_fingerprint, input_name, is_curate_dir, record_fingerprint
 from curate.errors import CurateError
 from curate.runtime import Common, Context, Stage, param
 from curate.storage import as_path, rmtree, write_bytes_atomic, write_json_atomic
+from curate.targets import read_json
 
 log = logging.getLogger("curate")
 
@@ -607,17 +608,16 @@ class BlendStage(Stage):
         override = parse_total_tokens(self.total_tokens) if isinstance(self.total_tokens, str) else self.total_tokens
         self.budget = override if override is not None else cfg.total_tokens
 
-    def params(self) -> dict[str, Any]:
+    def derived_params(self) -> dict[str, Any]:
+        """The config by content (its sources and tokenizer) and the values resolved from it."""
         return {
             "config": str(self.config),
             "sources": [asdict(s) for s in self.cfg.sources],
             "tokenizer": self.cfg.tokenizer,
             "append_eod": self.cfg.append_eod,
-            "mode": self.mode,
             "seed": self.seed_used,
             "max_epochs": self.max_epochs_used,
             "total_tokens": self.budget,
-            "skip_missing": self.skip_missing,
         }
 
     def inputs(self, common: Common) -> Inputs:

@@ -23,19 +23,14 @@ from __future__ import annotations
 import re
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import ftfy
 import ftfy.fixes
-import pyarrow as pa
-import pyarrow.compute as pc
 from ftfy.chardata import WIDTH_MAP
 
-from curate.dataset import repair_utf8
-from curate.runtime import MapResult, MapStage, param
-from curate.schema import BASE_FIELDS, with_column
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
 
-_TEXT_FIELD = BASE_FIELDS[1]
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]")  # as ftfy's remove_control_chars, plus the BOM
 _TRAILING_WS = re.compile(r"[ \t]+\n")
 _MANY_BLANK = re.compile(r"\n{4,}")
@@ -81,7 +76,7 @@ def fix_width(text: str) -> str:
 
 
 @dataclass
-class CleanStage(MapStage):
+class CleanStage(DocStage):
     """Repair Unicode (ftfy: mojibake, entities, control characters) and normalise whitespace.
 
     Documents that are empty after cleaning are rejected with reason `empty`.
@@ -128,24 +123,14 @@ class CleanStage(MapStage):
             text = unicodedata.normalize(self._form, text)
         return text.strip(), fixed
 
-    def __call__(self, table: pa.Table) -> MapResult:
-        table, repaired = repair_utf8(table)  # bytes that are not UTF-8 become U+FFFD (counted), never a crash
-        texts = table.column("text").to_pylist()
+    def decide_batch(self, batch: Batch) -> Decisions:
         out: list[str] = []
-        keep: list[bool] = []
+        reasons: list[str | None] = []
         fixed = changed = 0
-        for t in texts:
-            new, was_fixed = self.clean_text(t or "")
+        for t in batch.texts:
+            new, was_fixed = self.clean_text(t)
             fixed += was_fixed
             changed += new != t
             out.append(new)
-            keep.append(len(new) >= self.min_chars)
-        cleaned = with_column(table, _TEXT_FIELD, pa.array(out, type=pa.large_string()))
-        mask = pa.array(keep)
-        kept = cleaned.filter(mask)
-        rejected = cleaned.filter(pc.invert(mask))
-        rejected = rejected.append_column("reason", pa.array(["empty"] * rejected.num_rows, pa.string()))
-        counters: dict[str, Any] = {"ftfy_fixed": fixed, "changed": changed}
-        if repaired:
-            counters["invalid_utf8_repaired"] = repaired
-        return MapResult(kept, rejected, counters)
+            reasons.append(None if len(new) >= self.min_chars else "empty")
+        return Decisions(reasons, out, counters=Counters(ftfy_fixed=fixed, changed=changed))

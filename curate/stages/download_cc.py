@@ -36,10 +36,12 @@ from urllib.parse import urljoin, urlsplit
 
 import requests
 
-from curate.dataset import Inputs, Target, read_json, sha256_json
+from curate.dataset import Inputs, sha256_json
 from curate.errors import CurateError
 from curate.runtime import Common, Context, Stage, param
-from curate.storage import as_path, is_local, write_json_atomic
+from curate.stats import mb
+from curate.storage import AnyPath, as_path, is_local
+from curate.targets import Target, read_json
 
 log = logging.getLogger("curate")
 
@@ -388,17 +390,13 @@ class _Progress:
                 else:
                     rate = f", {res.bytes / 1e6 / res.seconds:.1f} MB/s" if res.status == "downloaded" and res.seconds > 0 else ""
                     what = "downloaded" if res.status == "downloaded" else "already complete"
-                    log.info("%s [%d/%d] %s %s (%s%s)", self.desc, self.done, self.files, res.path, what, _mb(res.bytes), rate)
+                    log.info("%s [%d/%d] %s %s (%s%s)", self.desc, self.done, self.files, res.path, what, mb(res.bytes), rate)
             elif res.status == "failed":
                 self.bar.write(f"curate: {self.desc}: {res.path} FAILED: {res.error}")
 
     def close(self) -> None:
         if self.bar is not None:
             self.bar.close()
-
-
-def _mb(n: int) -> str:
-    return f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n / 1e3:.1f} kB"
 
 
 class _Session(requests.Session):
@@ -547,7 +545,7 @@ def summary_line(summary: dict[str, Any]) -> str:
     return (
         f"download cc {summary['snapshot']}: {n} of {summary['segments']} WARC file(s) complete "
         f"({summary['downloaded']} downloaded, {summary['present']} already there), "
-        f"{_mb(summary['bytes'])}, {_mb(summary['bytes_downloaded'])} transferred in {secs:.1f} s{rate}"
+        f"{mb(summary['bytes'])}, {mb(summary['bytes_downloaded'])} transferred in {secs:.1f} s{rate}"
     )
 
 
@@ -575,28 +573,10 @@ class SnapshotTarget(Target):
     def exists(self) -> bool:
         if self.path.exists() and not self.path.is_dir():
             raise CurateError(f"{self.path}: exists and is not a directory")
-        return self.params_file.exists() or self.record_file.exists()
+        return self.params_file.exists() or self.record_file.exists()  # WARC files of another tool do not make it exist
 
     def owned(self) -> bool:
         return True  # only curate's own files (_download/) make a snapshot "exist"
-
-    def read_params(self) -> dict[str, Any] | None:
-        return read_json(self.params_file)
-
-    def write_params(self, params: dict[str, Any]) -> None:
-        write_json_atomic(self.params_file, params)
-
-    def read_record(self) -> dict[str, Any] | None:
-        return read_json(self.record_file)
-
-    def write_record(self, record: dict[str, Any]) -> None:
-        write_json_atomic(self.record_file, record)
-
-    def invalidate(self) -> None:
-        self.record_file.unlink(missing_ok=True)
-
-    def create(self) -> None:
-        (self.path / MANIFEST_DIR).mkdir(parents=True, exist_ok=True)
 
     def _selected(self) -> list[str]:
         rec = read_json(self.record_file)
@@ -611,28 +591,15 @@ class SnapshotTarget(Target):
             return []
         return select_paths(paths, int(params["segments"]), params.get("seed"))
 
+    def data_files(self) -> list[tuple[str, AnyPath]]:
+        return [(rel, dest_path(Path(self.path), rel)) for rel in self._selected()]
+
     def clear(self) -> None:
-        for rel in self._selected():
-            dest = dest_path(Path(self.path), rel)
+        for _, dest in self.data_files():  # before the listing goes: without a record it names the files
             dest.unlink(missing_ok=True)
             part_path(dest).unlink(missing_ok=True)
         self.listing.unlink(missing_ok=True)
-        self.record_file.unlink(missing_ok=True)
-        self.params_file.unlink(missing_ok=True)
-
-    def touch(self) -> None:
-        try:
-            os.utime(self.record_file)
-        except OSError:
-            pass
-
-    def outputs(self) -> list[list[Any]]:
-        out = []
-        for rel in self._selected():
-            f = dest_path(Path(self.path), rel)
-            if f.exists():
-                out.append([rel, f.stat().st_size])
-        return out
+        super().clear()
 
 
 @dataclass

@@ -47,12 +47,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from curate.dataset import repair_utf8
 from curate.errors import ParamError
-from curate.runtime import MapResult, MapStage, param
-from curate.schema import BASE_FIELDS, with_column
-
-_TEXT_FIELD = BASE_FIELDS[1]
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
 
 # --------------------------------------------------------------------------- e-mail addresses
 
@@ -275,7 +271,7 @@ class Redactor:
 
 
 @dataclass
-class PIIStage(MapStage):
+class PIIStage(DocStage):
     """Replace e-mail addresses and public IP addresses with fixed placeholders (FineWeb's PII step).
 
     Public IPv4 and IPv6 addresses only: private, loopback, link-local, multicast, reserved
@@ -324,8 +320,8 @@ class PIIStage(MapStage):
             mask = pc.or_(mask, m)
         return np.flatnonzero(pc.fill_null(mask, False).to_numpy(zero_copy_only=False))
 
-    def __call__(self, table: pa.Table) -> MapResult:
-        table, repaired = repair_utf8(table)  # bytes that are not UTF-8 become U+FFFD (counted), never a crash
+    def decide_batch(self, batch: Batch) -> Decisions:
+        table = batch.table
         column = table.column("text")
         rows = self.candidates(column)
         red = self.redactor()
@@ -339,20 +335,18 @@ class PIIStage(MapStage):
                 if new != text:
                     changed_rows.append(i)
                     changed_texts.append(new)
-        counters: dict[str, Any] = {"pii": {"email": 0, "ip": 0, **red.counts, "docs": len(changed_rows)}}
+        counters = Counters(pii={"email": 0, "ip": 0, **red.counts, "docs": len(changed_rows)})
         if self.phones:
             counters["pii"].setdefault("phone", 0)
         if red.left:
             counters["pii_left"] = red.left
-        if repaired:
-            counters["invalid_utf8_repaired"] = repaired
-        if changed_rows:
-            mask = np.zeros(table.num_rows, dtype=bool)
-            mask[changed_rows] = True
-            values = pc.replace_with_mask(column.combine_chunks().cast(pa.large_string()), pa.array(mask),
-                                          pa.array(changed_texts, pa.large_string()))  # fmt: skip
-            table = with_column(table, _TEXT_FIELD, values)
-        return MapResult(table, None, counters)
+        if not changed_rows:
+            return Decisions(counters=counters)
+        mask = np.zeros(table.num_rows, dtype=bool)
+        mask[changed_rows] = True
+        values = pc.replace_with_mask(column.combine_chunks().cast(pa.large_string()), pa.array(mask),
+                                      pa.array(changed_texts, pa.large_string()))  # fmt: skip
+        return Decisions(texts=values, counters=counters)
 
     def summary(self, record: dict[str, Any]) -> list[str]:
         c = (record.get("counters") or {}).get("pii") or {}

@@ -492,18 +492,10 @@ class DownloadPile(Stage):
                         "through `datasets`.", choices=("auto", "local", "hub"))  # fmt: skip
     split: str = param("train", "Hub split.")
     config: str | None = param(None, "Hub dataset configuration name.")
-    allow_unknown_subsets: bool = param(False, "Accept subset names that are not among the Pile's 22.")
+    allow_unknown_subsets: bool = param(False, "Accept subset names that are not among the Pile's 22.", record=False)  # a check only
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "dataset": self.dataset,
-            "subsets": sorted(self.subsets),
-            "max_docs": self.max_docs,
-            "shard_docs": self.shard_docs,
-            "loader": self.loader,
-            "split": self.split,
-            "config": self.config,
-        }
+    def derived_params(self) -> dict[str, Any]:
+        return {"subsets": sorted(self.subsets)}  # the order they are named in changes nothing
 
     def _local(self) -> bool:
         return self.loader == "local" or (self.loader == "auto" and is_local(self.dataset))

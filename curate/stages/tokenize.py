@@ -26,11 +26,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate import __version__, megatron
-from curate.dataset import Inputs, OutputDir, Target, check_columns, dataset_inputs, merge_counts, open_parquet, read_json, repair_utf8
+from curate.dataset import Inputs, check_columns, dataset_inputs, open_parquet, repair_utf8
 from curate.errors import CurateError
 from curate.runtime import Common, Context, Stage, param
 from curate.schema import source_matcher
+from curate.stats import merge_counts
 from curate.storage import AnyPath, as_path, rmtree, write_json_atomic
+from curate.targets import OutputDir, Target, read_json
 from curate.tokenizer import HF_EOD_CANDIDATES, load_tokenizer
 
 log = logging.getLogger("curate")
@@ -258,39 +260,35 @@ class PrefixTarget(Target):
         self.path = as_path(prefix)
         self.outs = Outputs(self.path, False)
         self.files = [as_path(f"{self.path}{s}") for s in (".bin", ".idx", ".stats.json")]
+        self.params_file = self.outs.work / WORK_PARAMS
+        self.record_file = self.outs.marker
 
     def locations(self) -> list[AnyPath]:
         return [self.path, *self.files, self.outs.work]
+
+    def data_files(self) -> list[tuple[str, AnyPath]]:
+        return [(f.name, f) for f in self.files[:2]]
 
     def exists(self) -> bool:
         if self.path.is_dir():
             raise CurateError(f"{self.path}: is a directory; --out is a prefix (OUT.bin, OUT.idx), or a directory with --per-source")
         return any(f.exists() for f in self.files) or self.outs.work.exists()
 
-    def owned(self) -> bool:
-        return self.outs.marker.exists() or (self.outs.work / WORK_PARAMS).exists()
-
     def read_params(self) -> dict[str, Any] | None:
-        rec = read_json(self.outs.marker)
+        rec = read_json(self.record_file)
         if rec is not None and isinstance(rec.get("params"), dict):
             return {"_stage": rec.get("stage"), **rec["params"]}
-        return read_json(self.outs.work / WORK_PARAMS)
-
-    def write_params(self, params: dict[str, Any]) -> None:
-        write_json_atomic(self.outs.work / WORK_PARAMS, params)
-
-    def read_record(self) -> dict[str, Any] | None:
-        return read_json(self.outs.marker)
+        return read_json(self.params_file)
 
     def write_record(self, record: dict[str, Any]) -> None:
-        write_json_atomic(self.outs.marker, record)
+        super().write_record(record)
         rmtree(self.outs.work, ignore_errors=True)
 
     def invalidate(self) -> None:
-        if self.outs.marker.exists():
+        if self.record_file.exists():
             rec = self.read_params()
-            self.outs.marker.unlink()
-            if rec is not None and not (self.outs.work / WORK_PARAMS).exists():
+            self.record_file.unlink()
+            if rec is not None and not self.params_file.exists():
                 self.write_params(rec)
 
     def create(self) -> None:
@@ -298,20 +296,9 @@ class PrefixTarget(Target):
         _clear_temporary(self.outs)
 
     def clear(self) -> None:
-        for f in self.files:
-            f.unlink(missing_ok=True)
+        super().clear()
         if self.outs.work.exists():
             rmtree(self.outs.work)
-
-    def touch(self) -> None:
-        if isinstance(self.outs.marker, Path):
-            try:
-                os.utime(self.outs.marker)
-            except OSError:
-                pass
-
-    def outputs(self) -> list[list[Any]]:
-        return [[f.name, f.stat().st_size] for f in self.files[:2] if f.exists()]
 
 
 class SourcesTarget(OutputDir):
@@ -464,7 +451,7 @@ class TokenizeStage(Stage):
                            metavar="gpt2|PATH")  # fmt: skip
     append_eod: bool = param(True, "End every document with the end-of-document token.", secondary="--no-append-eod")
     eod_token: str | None = param(None, "End-of-document token [default: <|endoftext|>, or the tokenizer's </s>-like token].",
-                                  metavar="TOKEN")  # fmt: skip
+                                  metavar="TOKEN", record=False)  # fmt: skip  (recorded in the tokenizer's identity)
     per_source: bool = param(False, "Write one prefix per source: OUT/<source>.bin/.idx (e.g. OUT/pile_Wikipedia), and OUT/_SUCCESS.")
     sources: str | None = param(None, "Tokenize only the documents of these sources (comma-separated globs); the others are left "
                                 "out and counted as skipped.", metavar="GLOBS")  # fmt: skip
@@ -479,9 +466,8 @@ class TokenizeStage(Stage):
         self.identity = tok.identity()
         self.dtype = megatron.dtype_for_vocab(tok.vocab_size).name
 
-    def params(self) -> dict[str, Any]:
-        return {"tokenizer": self.identity, "append_eod": self.append_eod, "per_source": self.per_source, "sources": self.sources,
-                "dtype": self.dtype}  # fmt: skip
+    def derived_params(self) -> dict[str, Any]:
+        return {"tokenizer": self.identity, "dtype": self.dtype}  # the tokenizer by content, its EOD token included
 
     def inputs(self, common: Common) -> Inputs:
         return dataset_inputs(common.inputs)

@@ -44,12 +44,11 @@ from pathlib import Path
 from typing import Any, ClassVar
 from urllib.parse import urlsplit
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.errors import CurateError, ParamError
-from curate.runtime import MapResult, MapStage, param
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
 from curate.storage import file_sha256
 
 RESOURCES = Path(__file__).resolve().parents[1] / "resources" / "urlfilter"
@@ -299,7 +298,7 @@ def blocklist_files(path: Path, categories: list[str] | None) -> list[tuple[str,
 
 
 @dataclass
-class URLFilterStage(MapStage):
+class URLFilterStage(DocStage):
     """Drop documents whose URL is on a blocklist (a domain or its subdomains, a URL) or holds banned words.
 
     Reasons: url:blocked_domain, url:blocked_url, url:banned_word, url:soft_banned_words,
@@ -320,15 +319,15 @@ class URLFilterStage(MapStage):
     error_reasons: ClassVar[frozenset[str]] = frozenset({"url:unparsable"})
     blocklist: list[str] = param([], "A blocklist: a UT1 directory of category folders (each with domains and urls files), one "
                                  "category folder, or a file of domains (repeatable) [default: the shipped sample]; 'none' for none.",
-                                 metavar="PATH", multiple=True, show_default=False)  # fmt: skip
+                                 metavar="PATH", multiple=True, show_default=False, record=False)  # fmt: skip
     categories: list[str] = param(["adult"], "Category folders of a UT1 blocklist directory to use (repeatable or comma-separated); "
                                   "'all' for every one.", metavar="NAME", multiple=True, split=True)  # fmt: skip
     banned_words: str | None = param(None, "Words that drop a URL holding one of them as a word [default: the shipped FineWeb "
-                                     "list]; 'none' for none.", metavar="FILE")  # fmt: skip
+                                     "list]; 'none' for none.", metavar="FILE", record=False)  # fmt: skip
     soft_banned_words: str | None = param(None, "Words that drop a URL holding --soft-word-threshold of them [default: the "
-                                          "shipped FineWeb list]; 'none' for none.", metavar="FILE")  # fmt: skip
+                                          "shipped FineWeb list]; 'none' for none.", metavar="FILE", record=False)  # fmt: skip
     banned_subwords: str | None = param(None, "Words that drop a URL holding one of them anywhere in its letters and digits "
-                                        "[default: the shipped FineWeb list]; 'none' for none.", metavar="FILE")  # fmt: skip
+                                        "[default: the shipped FineWeb list]; 'none' for none.", metavar="FILE", record=False)  # fmt: skip
     soft_word_threshold: int = param(2, "How many different soft-banned words drop a URL.", min=1)
 
     def __post_init__(self) -> None:
@@ -377,12 +376,9 @@ class URLFilterStage(MapStage):
         except ValueError:
             return str(p)
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "lists": [{"kind": k, "file": f, "sha256": d} for k, f, d in self._digests],
-            "categories": self.categories,
-            "soft_word_threshold": self.soft_word_threshold,
-        }
+    def derived_params(self) -> dict[str, Any]:
+        """The lists by content (sha256), not by the paths given: the path options are not recorded themselves."""
+        return {"lists": [{"kind": k, "file": f, "sha256": d} for k, f, d in self._digests]}
 
     def lists(self) -> Lists:
         return load_lists(self._spec)
@@ -418,11 +414,12 @@ class URLFilterStage(MapStage):
                 by_len.setdefault(len(w), set()).add(w)
             return [any(s[i : i + n] in ws for n, ws in by_len.items() for i in range(len(s) - n + 1)) for s in squashed]
 
-    def __call__(self, table: pa.Table) -> MapResult:
+    def decide_batch(self, batch: Batch) -> Decisions:
+        table = batch.table
         lists = self.lists()
         n = table.num_rows
-        c: dict[str, int] = {"checked": 0, "missing": 0}
-        counters: dict[str, Any] = {"urlfilter": c}
+        counters = Counters(urlfilter={"checked": 0, "missing": 0})
+        c = counters["urlfilter"]
         reasons: list[str | None] = [None] * n
         if "url" not in table.column_names:
             c["missing"] = n
@@ -442,15 +439,8 @@ class URLFilterStage(MapStage):
                     reasons[i] = "url:banned_subword"
             first = next((urls[i] for i, r in enumerate(reasons) if r == "url:unparsable"), None)
             if first is not None:
-                counters["first_error"] = {"url:unparsable": first[:200]}
+                counters.first("first_error", "url:unparsable", first[:200])
         for r in reasons:
             if r is not None:
-                key = r.split(":", 1)[1]
-                c[key] = c.get(key, 0) + 1
-        keep = np.array([r is None for r in reasons], dtype=bool)
-        if keep.all():
-            return MapResult(table, None, counters)
-        mask = pa.array(keep)
-        rejected = table.filter(pc.invert(mask))
-        rejected = rejected.append_column("reason", pa.array([r for r in reasons if r is not None], pa.string()))
-        return MapResult(table.filter(mask), rejected, counters)
+                counters.add("urlfilter", r.split(":", 1)[1])
+        return Decisions(reasons, counters=counters)

@@ -1,8 +1,10 @@
 """The ``filter`` stage: published heuristic quality rules, chosen per source.
 
-Rule sets (one module each): ``gopher_quality`` and ``gopher_repetition`` (gopher.py), ``c4``
+Rule sets are registered by name (``curate.registry.rule_set``; one module each, found
+without a list here): ``gopher_quality`` and ``gopher_repetition`` (gopher.py), ``c4``
 (c4.py), ``fineweb`` (fineweb.py); and, opt-in (it runs only where a config names it, with
-the word list the config gives), ``flagged_words`` (flagged.py). Each has named presets, its published definitions: the
+the word list the config gives), ``flagged_words`` (flagged.py). An installed package adds
+its own through the ``curate.rules`` entry point. Each has named presets, its published definitions: the
 default one is what its authors published (the Gopher paper's wording, the TFDS code that
 built C4, the datatrove code that built FineWeb); ``datatrove`` is datatrove 0.10.1's filter
 with its defaults, decision for decision. A config's ``preset`` picks them for every rule set
@@ -26,35 +28,46 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import pyarrow as pa
-import pyarrow.compute as pc
-
 from curate.config import check_keys, load_yaml
-from curate.dataset import decode_texts
 from curate.errors import CurateError
-from curate.runtime import MapResult, MapStage, param
-from curate.schema import BASE_FIELDS, with_column
+from curate.registry import rule_sets as _registry
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
 from curate.stages.filters.base import RuleSet
-from curate.stages.filters.c4 import C4
-from curate.stages.filters.fineweb import FINEWEB
-from curate.stages.filters.flagged import FILE_OPTIONS, FLAGGED_WORDS, load_word_list
-from curate.stages.filters.gopher import GOPHER_QUALITY, GOPHER_REPETITION
+from curate.stages.filters.flagged import load_word_list
 from curate.stages.filters.text import Doc
 from curate.storage import file_sha256
 
-RULE_SETS: dict[str, RuleSet] = {rs.name: rs for rs in (GOPHER_QUALITY, GOPHER_REPETITION, C4, FINEWEB)}
-#: Rule sets that run only where a config names them (never by default): flagged words needs a list.
-OPT_IN_RULE_SETS: dict[str, RuleSet] = {FLAGGED_WORDS.name: FLAGGED_WORDS}
-KNOWN_RULE_SETS: dict[str, RuleSet] = {**RULE_SETS, **OPT_IN_RULE_SETS}
-#: The order FineWeb's production pipeline applies them in (cheap repetition checks first).
-ALL_RULES = ["gopher_repetition", "gopher_quality", "c4", "fineweb"]
-#: Config-wide presets: the preset each rule set runs with.
-PRESETS: dict[str, dict[str, str]] = {
-    "published": {name: rs.published for name, rs in RULE_SETS.items()},
-    "datatrove": {name: "datatrove" for name in RULE_SETS},
-    "fineweb": {**{name: "datatrove" for name in RULE_SETS}, "c4": "fineweb"},
+
+def known_rule_sets() -> dict[str, RuleSet]:
+    """Every registered rule set (built-in and installed), in their default order (``RuleSet.order``)."""
+    return {e.name: e.obj for e in sorted(_registry.entries(), key=lambda e: (e.obj.order, e.name))}
+
+
+def default_rule_sets() -> dict[str, RuleSet]:
+    """The rule sets that run by default (not opt-in)."""
+    return {name: rs for name, rs in known_rule_sets().items() if not rs.opt_in}
+
+
+def all_rules() -> list[str]:
+    """The default rule sets in the order they run (cheap repetition checks first, as FineWeb's pipeline)."""
+    return list(default_rule_sets())
+
+
+#: Config-wide presets, each a rule for which of a rule set's own presets it means.
+PRESETS: dict[str, str] = {
+    "published": "each rule set's published definition",
+    "datatrove": "datatrove 0.10.1's filters (a rule set without a datatrove preset: its published one)",
+    "fineweb": "datatrove's, as FineWeb ran them (a rule set's own fineweb preset where it has one)",
 }
-_TEXT_FIELD = BASE_FIELDS[1]
+
+
+def config_preset(preset: str, rs: RuleSet) -> str:
+    """The rule set's own preset a config-wide preset means."""
+    if preset == "fineweb" and "fineweb" in rs.presets:
+        return "fineweb"
+    if preset in ("datatrove", "fineweb") and "datatrove" in rs.presets:
+        return "datatrove"
+    return rs.published
 
 
 def default_config_path() -> Path:
@@ -75,8 +88,8 @@ def parse_rules(value: str | list[str] | None, where: str = "--rules", path: str
             if name == "":
                 continue
             raise CurateError(f"{path}: {where} must list rule-set names, got {name!r}")
-        if name not in KNOWN_RULE_SETS:
-            check_keys({name: None}, KNOWN_RULE_SETS, where, path)
+        if name not in (known := known_rule_sets()):
+            check_keys({name: None}, known, where, path)
         if name not in out:
             out.append(name)
     return out
@@ -93,22 +106,23 @@ def _check_name(value: Any, allowed: list[str], where: str, path: str) -> str:
 
 def preset_names(rule_set: str) -> list[str]:
     """What ``presets.<rule_set>`` accepts: the rule set's own presets and the config-wide ones."""
-    own = KNOWN_RULE_SETS[rule_set].presets
+    own = known_rule_sets()[rule_set].presets
     return [*own, *(p for p in PRESETS if p not in own)]
 
 
 def resolve_preset(rule_set: str, name: str) -> str:
     """A config-wide or per-rule-set preset name -> the rule set's own preset."""
-    rs = KNOWN_RULE_SETS[rule_set]
-    return name if name in rs.presets else PRESETS[name].get(rule_set, rs.published)  # an opt-in set: its own default
+    rs = known_rule_sets()[rule_set]
+    return name if name in rs.presets else config_preset(name, rs)
 
 
 def _check_value(rule_set: str, key: str, value: Any, default: Any, path: str) -> Any:
     where = f"thresholds.{rule_set}.{key}"
-    choices = KNOWN_RULE_SETS[rule_set].choices.get(key)
+    rs = known_rule_sets()[rule_set]
+    choices = rs.choices.get(key)
     if choices:
         return _check_name(value, list(choices), where, path)
-    if key in FILE_OPTIONS.get(rule_set, ()):
+    if key in rs.file_options:
         if value is not None and (not isinstance(value, str) or not value.strip()):
             raise CurateError(f"{path}: {where} must be a file path, got {value!r}")
         return value
@@ -129,7 +143,7 @@ class FilterConfig:
 
     # (glob, rule sets) or (glob, rule sets, config-wide preset or None); the first match wins
     sources: list[tuple[Any, ...]] = field(default_factory=list)
-    default: list[str] = field(default_factory=lambda: list(ALL_RULES))  # for sources no glob matches
+    default: list[str] = field(default_factory=all_rules)  # for sources no glob matches
     thresholds: dict[str, dict[str, Any]] = field(default_factory=dict)  # overrides only
     preset: str = "published"  # config-wide preset
     presets: dict[str, str] = field(default_factory=dict)  # per rule set, over ``preset``
@@ -139,7 +153,7 @@ class FilterConfig:
         where = "FilterConfig"
         _check_name(self.preset, list(PRESETS), "preset", where)
         for name, value in self.presets.items():
-            _check_name(name, list(KNOWN_RULE_SETS), "presets", where)
+            _check_name(name, list(known_rule_sets()), "presets", where)
             _check_name(value, preset_names(name), f"presets.{name}", where)
         for glob, _, preset in self.sources:
             if preset is not None:
@@ -152,9 +166,9 @@ class FilterConfig:
         preset = _check_name(data.get("preset", "published"), list(PRESETS), "preset", path)
         presets = {
             name: _check_name(value, preset_names(name), f"presets.{name}", path)
-            for name, value in check_keys(data.get("presets"), KNOWN_RULE_SETS, "presets", path).items()
+            for name, value in check_keys(data.get("presets"), known_rule_sets(), "presets", path).items()
         }
-        default = parse_rules(data.get("default", ALL_RULES), "default", path)
+        default = parse_rules(data.get("default", all_rules()), "default", path)
         raw_sources = data.get("sources") or {}
         if not isinstance(raw_sources, dict):
             raise CurateError(f"{path}: sources must be a mapping of source globs to rule-set lists")
@@ -169,8 +183,9 @@ class FilterConfig:
                 entry = entry.get("rules")
             sources.append((str(glob), parse_rules(entry or [], where, path), source_preset))
         thresholds: dict[str, dict[str, Any]] = {}
-        for rs_name, overrides in check_keys(data.get("thresholds"), KNOWN_RULE_SETS, "thresholds", path).items():
-            rs = KNOWN_RULE_SETS[rs_name]
+        known = known_rule_sets()
+        for rs_name, overrides in check_keys(data.get("thresholds"), known, "thresholds", path).items():
+            rs = known[rs_name]
             overrides = check_keys(overrides, rs.defaults, f"thresholds.{rs_name}", path)
             thresholds[rs_name] = {k: _check_value(rs_name, k, v, rs.defaults[k], path) for k, v in overrides.items()}
         return cls(sources=sources, default=default, thresholds=thresholds, preset=preset, presets=presets)
@@ -202,18 +217,18 @@ class FilterConfig:
         for rules, source_preset in [(self.default, None), *((r, p) for _, r, p in self.sources)]:
             for name in rules:
                 preset = self.preset_for(name, source_preset)
-                out[f"{name}/{preset}"] = KNOWN_RULE_SETS[name].thresholds(self.thresholds.get(name), preset)
+                out[f"{name}/{preset}"] = known_rule_sets()[name].thresholds(self.thresholds.get(name), preset)
         return dict(sorted(out.items()))
 
     def opt_in_used(self) -> list[str]:
         """The opt-in rule sets (flagged_words) some source or the default is given."""
         used = {name for rules in [self.default, *(r for _, r, _ in self.sources)] for name in rules}
-        return [name for name in OPT_IN_RULE_SETS if name in used]
+        return [name for name, rs in known_rule_sets().items() if rs.opt_in and name in used]
 
     def to_params(self) -> dict[str, Any]:
         return {
             "preset": self.preset,
-            "presets": {name: self.preset_for(name) for name in [*RULE_SETS, *self.opt_in_used()]},
+            "presets": {name: self.preset_for(name) for name in [*default_rule_sets(), *self.opt_in_used()]},
             "default": self.default,
             "sources": [[g, r] if p is None else [g, r, p] for g, r, p in self.sources],
             "thresholds": self.thresholds,
@@ -222,7 +237,7 @@ class FilterConfig:
 
 
 @dataclass
-class FilterStage(MapStage):
+class FilterStage(DocStage):
     """Heuristic quality rules: Gopher quality and repetition, C4, FineWeb (published definitions).
 
     Each document goes through the rule sets its source is given in the config, in order,
@@ -243,16 +258,17 @@ class FilterStage(MapStage):
 
     name: ClassVar[str] = "filter"
     error_reasons: ClassVar[frozenset[str]] = frozenset({"invalid_utf8"})
+    invalid_utf8: ClassVar[str] = "reject"
     sections: ClassVar[dict[str, str]] = {"rules": "counters.rules", "lines": "counters.lines"}
-    rules: str | None = param(None, "Rule sets to use (comma-separated): gopher_quality, gopher_repetition, c4, fineweb, "
-                              "flagged_words (opt-in: only where the config names it) [default: all; the config decides which "
-                              "apply to which source].", metavar="NAMES")  # fmt: skip
+    rules: str | None = param(None, f"Rule sets to use (comma-separated): {', '.join(default_rule_sets())}, "
+                              f"{', '.join(n for n, rs in known_rule_sets().items() if rs.opt_in)} (opt-in: only where the config "
+                              "names it) [default: all; the config decides which apply to which source].", metavar="NAMES")  # fmt: skip
     config: str | None = param(None, "Per-source rule sets, presets and threshold overrides "
                                "[default: curate/resources/filters.yaml].", metavar="YAML")  # fmt: skip
     preset: str | None = param(None, "One preset for every rule set and source, over the config's: published (the papers and "
                                "the code that built C4 and FineWeb), datatrove (datatrove 0.10.1's filters), fineweb "
                                "(datatrove's as FineWeb ran them) [default: the config's].",
-                               choices=tuple(PRESETS), metavar="NAME")  # fmt: skip
+                               choices=tuple(PRESETS), metavar="NAME", record=False)  # fmt: skip  (recorded in config)
 
     def __post_init__(self) -> None:
         if isinstance(self.config, FilterConfig):
@@ -263,10 +279,11 @@ class FilterStage(MapStage):
         if self.preset is not None:
             _check_name(self.preset, list(PRESETS), "--preset", "command line")
             self.filter_config = self.filter_config.with_preset(self.preset)
-        self.enabled = parse_rules(self.rules) if self.rules is not None else [*ALL_RULES, *self.filter_config.opt_in_used()]
+        self.enabled = parse_rules(self.rules) if self.rules is not None else [*all_rules(), *self.filter_config.opt_in_used()]
         self._word_lists: dict[str, str] = {}  # file -> sha256, of the word lists in use
-        for name, keys in FILE_OPTIONS.items():
-            if name not in self.enabled or name not in self.filter_config.opt_in_used():
+        for name, rs in known_rule_sets().items():
+            keys = rs.file_options
+            if not keys or name not in self.enabled or name not in self.filter_config.opt_in_used():
                 continue
             for definition, th in self.filter_config.definitions().items():
                 if definition.startswith(name + "/"):
@@ -276,7 +293,8 @@ class FilterStage(MapStage):
         self._thresholds: dict[tuple[str, str], dict[str, Any]] = {}
         self._plans: dict[str, tuple[tuple[tuple[RuleSet, dict[str, Any]], ...], bool]] = {}
 
-    def params(self) -> dict[str, Any]:
+    def derived_params(self) -> dict[str, Any]:
+        """The rule sets in use and the whole resolved config (presets and thresholds), not the option strings."""
         out: dict[str, Any] = {"rules": self.enabled, "config": self.filter_config.to_params()}
         if self._word_lists:
             out["word_lists"] = dict(sorted(self._word_lists.items()))
@@ -287,7 +305,7 @@ class FilterStage(MapStage):
         key = (rule_set, preset)
         th = self._thresholds.get(key)
         if th is None:
-            th = self._thresholds[key] = KNOWN_RULE_SETS[rule_set].thresholds(self.filter_config.thresholds.get(rule_set), preset)
+            th = self._thresholds[key] = known_rule_sets()[rule_set].thresholds(self.filter_config.thresholds.get(rule_set), preset)
         return th
 
     def _plan(self, source: str) -> tuple[tuple[tuple[RuleSet, dict[str, Any]], ...], bool]:
@@ -301,55 +319,41 @@ class FilterStage(MapStage):
             for name in rules:
                 if name in self.enabled:
                     preset = self.filter_config.preset_for(name, source_preset)
-                    steps.append((KNOWN_RULE_SETS[name], self.thresholds(name, preset)))
+                    steps.append((known_rule_sets()[name], self.thresholds(name, preset)))
                     judge_blank = judge_blank and name == "gopher_repetition" and preset == "datatrove"
             plan = self._plans[source] = (tuple(steps), judge_blank and bool(steps))
         return plan
 
-    def check(self, text: str, source: str, counters: dict[str, Any]) -> tuple[str | None, str]:
+    def check(self, text: str, source: str, counters: Counters) -> tuple[str | None, str]:
         """``(reason or None, text)`` for one document; the text changes when a rule removes lines."""
         plan, judge_blank = self._plan(source or "")
         if not plan:
-            counters["docs_unfiltered"] = counters.get("docs_unfiltered", 0) + 1
+            counters.add("docs_unfiltered")
             return None, text
-        counters["docs_checked"] = counters.get("docs_checked", 0) + 1
+        counters.add("docs_checked")
         if not text.strip() and not (text and judge_blank):
-            bad = counters.setdefault("bad_input", {})
-            bad["empty"] = bad.get("empty", 0) + 1
+            counters.add("bad_input", "empty")
             return "empty", text
         doc = Doc(text)
         for rs, th in plan:
-            rs_counters = counters.setdefault("lines", {}).setdefault(rs.name, {}) if rs is C4 else {}
-            failed = rs.check(doc, th, rs_counters)
+            failed = rs.check(doc, th, counters.level("lines", rs.name) if rs.line_counters else {})
             if failed is not None:
-                hits = counters.setdefault("rules", {}).setdefault(rs.name, {})
-                hits[failed] = hits.get(failed, 0) + 1
+                counters.add("rules", rs.name, failed)
                 return f"{rs.name}:{failed}", doc.text
         return None, doc.text
 
-    def __call__(self, table: pa.Table) -> MapResult:
-        texts = decode_texts(table.column("text"))
-        sources = table.column("source").to_pylist()
-        counters: dict[str, Any] = {}
+    def decide_batch(self, batch: Batch) -> Decisions:
+        sources = batch.column("source")
+        counters = Counters()
         reasons: list[str | None] = []
-        out_texts: list[str | None] = []
+        out_texts: list[str] = []
         changed = False
-        for text, source in zip(texts, sources):
-            if text is None:
-                bad = counters.setdefault("bad_input", {})
-                bad["invalid_utf8"] = bad.get("invalid_utf8", 0) + 1
-                reasons.append("invalid_utf8")
-                out_texts.append(None)
-                continue
+        for text, source in zip(batch.texts, sources):
             reason, new = self.check(text, source, counters)
             reasons.append(reason)
-            out_texts.append(new)
-            changed = changed or new is not text
-        keep = pa.array([r is None for r in reasons], pa.bool_())
-        kept = table.filter(keep)
-        if changed:
-            kept_texts = [t for t, r in zip(out_texts, reasons) if r is None]
-            kept = with_column(kept, _TEXT_FIELD, pa.array(kept_texts, type=pa.large_string()))
-        rejected = table.filter(pc.invert(keep))
-        rejected = rejected.append_column("reason", pa.array([r for r in reasons if r is not None], pa.string()))
-        return MapResult(kept, rejected, counters)
+            if reason is None and new is not text:  # a rule removed lines of a kept document
+                changed = True
+                out_texts.append(new)
+            else:
+                out_texts.append(text)  # rejected documents keep the text they came with
+        return Decisions(reasons, out_texts if changed else None, counters=counters)

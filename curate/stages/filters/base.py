@@ -1,5 +1,9 @@
 """What a rule set is: named presets (published definitions) of thresholds and options, and a
-check over a :class:`Doc`."""
+check over a :class:`Doc`.
+
+A rule set is one module that builds a :class:`RuleSet` and registers it with
+``curate.registry.rule_set(...)``; the filter stage and its config find it by name.
+"""
 
 from __future__ import annotations
 
@@ -31,6 +35,10 @@ class RuleSet:
     reasons: tuple[str, ...]  # every rule name ``check`` can return, in evaluation order
     references: dict[str, str]  # preset name -> where its definition comes from
     choices: dict[str, tuple[str, ...]] = field(default_factory=dict)  # option -> its allowed values
+    order: float = 100.0  # its place in the default order of rule sets (cheap ones first)
+    opt_in: bool = False  # runs only where a config names it (never by default), e.g. one that needs a word list
+    file_options: tuple[str, ...] = ()  # options whose value is a file path (checked as a string; its sha256 is recorded)
+    line_counters: bool = False  # its check counts removed lines: they are reported under counters.lines.<name>
 
     @property
     def defaults(self) -> dict[str, Any]:

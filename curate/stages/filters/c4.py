@@ -35,6 +35,7 @@ import re
 import unicodedata
 from typing import Any
 
+from curate.registry import rule_set
 from curate.stages.filters.base import RuleSet, enabled
 from curate.stages.filters.text import SPACY_SENTENCE_ENDS, Doc, words
 
@@ -155,17 +156,21 @@ _DATATROVE = {
     "sentences": "spacy",
 }
 
-C4 = RuleSet(
-    name="c4",
-    presets={"tfds": _TFDS, "datatrove": _DATATROVE, "fineweb": {**_DATATROVE, "terminal_punct": False}},
-    published="tfds",
-    check=_c4,
-    reasons=("lorem_ipsum", "curly_bracket", "min_sentences"),
-    references={
-        "tfds": "TensorFlow Datasets, tensorflow_datasets/text/c4_utils.py (clean_page), the code that built C4 "
-        "(Raffel et al. 2020, JMLR 21(140), section 2.2)",
-        "datatrove": "datatrove 0.10.1, src/datatrove/pipeline/filters/c4_filters.py (C4QualityFilter defaults)",
-        "fineweb": "datatrove examples/fineweb.py: C4QualityFilter(filter_no_terminal_punct=False)",
-    },
-    choices={"sentences": ("punkt_like", "spacy")},
+C4 = rule_set(
+    RuleSet(
+        name="c4",
+        presets={"tfds": _TFDS, "datatrove": _DATATROVE, "fineweb": {**_DATATROVE, "terminal_punct": False}},
+        published="tfds",
+        check=_c4,
+        reasons=("lorem_ipsum", "curly_bracket", "min_sentences"),
+        references={
+            "tfds": "TensorFlow Datasets, tensorflow_datasets/text/c4_utils.py (clean_page), the code that built C4 "
+            "(Raffel et al. 2020, JMLR 21(140), section 2.2)",
+            "datatrove": "datatrove 0.10.1, src/datatrove/pipeline/filters/c4_filters.py (C4QualityFilter defaults)",
+            "fineweb": "datatrove examples/fineweb.py: C4QualityFilter(filter_no_terminal_punct=False)",
+        },
+        choices={"sentences": ("punkt_like", "spacy")},
+        order=30,
+        line_counters=True,
+    )
 )

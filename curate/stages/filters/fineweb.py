@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from curate.registry import rule_set
 from curate.stages.filters.base import RuleSet, enabled
 from curate.stages.filters.text import DATATROVE_TERMINAL, Doc, duplicates
 
@@ -53,23 +54,26 @@ def _fineweb(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | No
     return None
 
 
-FINEWEB = RuleSet(
-    name="fineweb",
-    presets={
-        "datatrove": {
-            "min_line_punct_ratio": 0.12,
-            "line_punct_exclude_zero": False,
-            "max_short_line_ratio": 0.67,
-            "short_line_length": 30,
-            "max_char_dup_ratio": 0.01,
-            "max_newline_word_ratio": 0.3,
-        }
-    },
-    published="datatrove",
-    check=_fineweb,
-    reasons=("line_punct_ratio", "short_line_ratio", "char_dup_ratio", "list_ratio"),
-    references={
-        "datatrove": "datatrove 0.10.1, src/datatrove/pipeline/filters/fineweb_quality_filter.py (FineWebQualityFilter "
-        "defaults), the code that built FineWeb (Penedo et al. 2024, arXiv:2406.17557, section 3.3)"
-    },
+FINEWEB = rule_set(
+    RuleSet(
+        name="fineweb",
+        presets={
+            "datatrove": {
+                "min_line_punct_ratio": 0.12,
+                "line_punct_exclude_zero": False,
+                "max_short_line_ratio": 0.67,
+                "short_line_length": 30,
+                "max_char_dup_ratio": 0.01,
+                "max_newline_word_ratio": 0.3,
+            }
+        },
+        published="datatrove",
+        check=_fineweb,
+        reasons=("line_punct_ratio", "short_line_ratio", "char_dup_ratio", "list_ratio"),
+        references={
+            "datatrove": "datatrove 0.10.1, src/datatrove/pipeline/filters/fineweb_quality_filter.py (FineWebQualityFilter "
+            "defaults), the code that built FineWeb (Penedo et al. 2024, arXiv:2406.17557, section 3.3)"
+        },
+        order=40,
+    )
 )

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from curate.errors import CurateError
+from curate.registry import rule_set
 from curate.stages.filters.base import RuleSet
 from curate.stages.filters.text import Doc
 
@@ -142,21 +143,24 @@ def _flagged(doc: Doc, th: dict[str, Any], counters: dict[str, int]) -> str | No
     return "ratio" if total and hits / total > limit else None
 
 
-FLAGGED_WORDS = RuleSet(
-    name="flagged_words",
-    presets={
-        "data_juicer": {"words_file": None, "max_ratio": 0.045, "match": "words"},
-        "c4": {"words_file": None, "max_ratio": 0, "match": "phrases"},
-    },
-    published="data_juicer",
-    check=_flagged,
-    reasons=("ratio",),
-    references={
-        "data_juicer": "Data-Juicer flagged_words_filter (data_juicer/ops/filter/flagged_words_filter.py): max_ratio 0.045, "
-        "words split on whitespace, lower-cased, non-letters stripped from their ends",
-        "c4": "C4's bad-words page filter (TFDS c4_utils.get_badwords_filter_fn): any list entry flanked by non-word characters",
-    },
-    choices={"match": ("words", "phrases")},
+FLAGGED_WORDS = rule_set(
+    RuleSet(
+        name="flagged_words",
+        presets={
+            "data_juicer": {"words_file": None, "max_ratio": 0.045, "match": "words"},
+            "c4": {"words_file": None, "max_ratio": 0, "match": "phrases"},
+        },
+        published="data_juicer",
+        check=_flagged,
+        reasons=("ratio",),
+        references={
+            "data_juicer": "Data-Juicer flagged_words_filter (data_juicer/ops/filter/flagged_words_filter.py): max_ratio 0.045, "
+            "words split on whitespace, lower-cased, non-letters stripped from their ends",
+            "c4": "C4's bad-words page filter (TFDS c4_utils.get_badwords_filter_fn): any list entry flanked by non-word characters",
+        },
+        choices={"match": ("words", "phrases")},
+        order=50,
+        opt_in=True,
+        file_options=("words_file",),
+    )
 )
-#: Options whose value is a file path (checked as a string; the file's sha256 is recorded).
-FILE_OPTIONS = {"flagged_words": ("words_file",)}

@@ -32,6 +32,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from curate.registry import rule_set
 from curate.stages.filters.base import RuleSet, enabled
 from curate.stages.filters.text import Doc, duplicates, line_runs, paragraphs
 
@@ -109,17 +110,20 @@ _QUALITY = {
     "stop_words": list(STOP_WORDS),
 }
 
-GOPHER_QUALITY = RuleSet(
-    name="gopher_quality",
-    presets={"paper": {**_QUALITY, "words": "whitespace"}, "datatrove": {**_QUALITY, "words": "tokens"}},
-    published="paper",
-    check=_quality,
-    reasons=("word_count", "mean_word_length", "symbol_word_ratio", "bullet_lines", "ellipsis_lines", "alpha_words", "stop_words"),
-    references={
-        "paper": f"{PAPER}, appendix A.1.1 (quality filters); words read as whitespace-separated words",
-        "datatrove": f"{DATATROVE}gopher_quality_filter.py (GopherQualityFilter defaults)",
-    },
-    choices={"words": ("whitespace", "tokens")},
+GOPHER_QUALITY = rule_set(
+    RuleSet(
+        name="gopher_quality",
+        presets={"paper": {**_QUALITY, "words": "whitespace"}, "datatrove": {**_QUALITY, "words": "tokens"}},
+        published="paper",
+        check=_quality,
+        reasons=("word_count", "mean_word_length", "symbol_word_ratio", "bullet_lines", "ellipsis_lines", "alpha_words", "stop_words"),
+        references={
+            "paper": f"{PAPER}, appendix A.1.1 (quality filters); words read as whitespace-separated words",
+            "datatrove": f"{DATATROVE}gopher_quality_filter.py (GopherQualityFilter defaults)",
+        },
+        choices={"words": ("whitespace", "tokens")},
+        order=20,
+    )
 )
 
 TOP_NGRAMS = {2: 0.20, 3: 0.18, 4: 0.16}
@@ -164,22 +168,25 @@ _REPETITION = {
     **{f"dup_{n}gram_frac": v for n, v in DUP_NGRAMS.items()},
 }
 
-GOPHER_REPETITION = RuleSet(
-    name="gopher_repetition",
-    presets={"paper": {**_REPETITION, "dup_ngrams": "words"}, "datatrove": {**_REPETITION, "dup_ngrams": "joined"}},
-    published="paper",
-    check=_repetition,
-    reasons=(
-        "dup_para_frac",
-        "dup_para_char_frac",
-        "dup_line_frac",
-        "dup_line_char_frac",
-        *(f"top_{n}gram_frac" for n in TOP_NGRAMS),
-        *(f"dup_{n}gram_frac" for n in DUP_NGRAMS),
-    ),
-    references={
-        "paper": f"{PAPER}, appendix A.1.1 and table A1 (repetition thresholds); n-grams of spaCy tokens",
-        "datatrove": f"{DATATROVE}gopher_repetition_filter.py (GopherRepetitionFilter defaults)",
-    },
-    choices={"dup_ngrams": ("words", "joined")},
+GOPHER_REPETITION = rule_set(
+    RuleSet(
+        name="gopher_repetition",
+        presets={"paper": {**_REPETITION, "dup_ngrams": "words"}, "datatrove": {**_REPETITION, "dup_ngrams": "joined"}},
+        published="paper",
+        check=_repetition,
+        reasons=(
+            "dup_para_frac",
+            "dup_para_char_frac",
+            "dup_line_frac",
+            "dup_line_char_frac",
+            *(f"top_{n}gram_frac" for n in TOP_NGRAMS),
+            *(f"dup_{n}gram_frac" for n in DUP_NGRAMS),
+        ),
+        references={
+            "paper": f"{PAPER}, appendix A.1.1 and table A1 (repetition thresholds); n-grams of spaCy tokens",
+            "datatrove": f"{DATATROVE}gopher_repetition_filter.py (GopherRepetitionFilter defaults)",
+        },
+        choices={"dup_ngrams": ("words", "joined")},
+        order=10,
+    )
 )

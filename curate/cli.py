@@ -1,15 +1,16 @@
-"""The ``curate`` command line: registration only.
+"""The ``curate`` command line, built from the stage registry.
 
-Each stage command is built from its stage class (``curate/runtime.py``): the shared
-options it names, one option per declared parameter (type, default, bounds and help from
-the declaration), and ``--params FILE.yaml`` with the same keys. A stage module is only
-imported when its command runs (or when ``--help`` lists it). Every user mistake becomes
-one line on stderr and a non-zero exit, never a traceback.
+Every stage registered with ``@stage("name", section=...)`` (``curate/registry.py``; built-in
+or from an installed package's ``curate.stages`` entry point) is a command, ``"dedup fuzzy"``
+a command of the group ``dedup``. Each command is built from its stage class
+(``curate/runtime``): the shared options it names, one option per declared parameter (type,
+default, bounds and help from the declaration), and ``--params FILE.yaml`` with the same
+keys. A stage module is only imported when its command runs (or when ``--help`` lists it).
+Every user mistake becomes one line on stderr and a non-zero exit, never a traceback.
 """
 
 from __future__ import annotations
 
-import importlib
 import logging
 import sys
 import typing
@@ -20,53 +21,104 @@ import click
 
 from curate import __version__
 from curate.errors import CurateError, ParamError
+from curate.registry import SECTIONS
 
 log = logging.getLogger("curate")
 
-#: The sections of ``curate --help``, in pipeline order.
-SECTIONS = ("get data", "clean", "select", "deduplicate", "decontaminate", "produce", "inspect")
-
 
 class LazyGroup(click.Group):
-    """A click group whose stage commands are built from their stage class on first use, listed by section."""
+    """A click group whose stage commands come from the stage registry (``curate/registry.py``), listed by section.
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    ``prefix`` is the group's place in the command tree (``""`` for the root, ``"dedup "`` for
+    ``curate dedup``): the stage registered as ``"dedup fuzzy"`` is this group's ``fuzzy``. A
+    stage module is imported only when its command runs, or when ``--help`` lists it.
+    """
+
+    def __init__(self, *args: Any, prefix: str = "", section: str | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.lazy: dict[str, str] = {}
-        self.section: dict[str, str] = {}
-        self.order: list[str] = []
-
-    def stage(self, name: str, target: str, section: str) -> None:
-        """Register the stage class ``module:Class`` as the command ``name``."""
-        self.lazy[name] = target
-        self.section[name] = section
-        self.order.append(name)
+        self.prefix = prefix
+        self.section = section  # this group's own heading in its parent's --help
+        self.order: list[str] = []  # plain click commands (inspect, stats, report), in the order they were added
 
     def add_command(self, cmd: click.Command, name: str | None = None) -> None:
         super().add_command(cmd, name)
         self.order.append(name or cmd.name or "")
 
+    def _rows(self) -> list[tuple[str, str, float]]:
+        """``(name, section, order)`` of every command of this group: stages, sub-groups of stages, plain commands."""
+        from curate.registry import stage_commands
+
+        rows: dict[str, tuple[str, str, float]] = {}
+        for command, _cls, meta in stage_commands():
+            if not command.startswith(self.prefix):
+                continue
+            first = command[len(self.prefix) :].split(" ", 1)[0]
+            section, order = meta.get("section", "inspect"), meta.get("order", 100.0)
+            if first in rows:
+                _, s0, o0 = rows[first]
+                section, order = (s0, o0) if o0 <= order else (section, order)
+            rows[first] = (first, section, order)
+        for i, name in enumerate(self.order):
+            cmd = self.commands.get(name)
+            if name not in rows and cmd is not None:
+                section = getattr(cmd, "section", None) or "inspect"
+                rows[name] = (name, section, 1000.0 + i)
+        return sorted(rows.values(), key=lambda r: (SECTIONS.index(r[1]) if r[1] in SECTIONS else len(SECTIONS), r[2], r[0]))
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        names = [n for n in self.order if n in self.lazy or n in self.commands]
-        return sorted(names, key=lambda n: (SECTIONS.index(self.section[n]) if n in self.section else len(SECTIONS), names.index(n)))
+        return [name for name, _, _ in self._rows()]
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        if name not in self.commands and name in self.lazy:
-            module, _, attr = self.lazy[name].partition(":")
-            self.commands[name] = stage_command(name, getattr(importlib.import_module(module), attr))
-        return self.commands.get(name)
+        if name in self.commands:
+            return self.commands[name]
+        from curate.registry import stages
+
+        full = self.prefix + name
+        if not self.prefix and name in _GROUP_HELP:  # a built-in group: nothing to import yet
+            self.commands[name] = LazyGroup(name=name, prefix=full + " ", help=_GROUP_HELP[name])
+            return self.commands[name]
+        try:
+            entry = stages.get(full)
+        except CurateError:
+            entry = None
+        if entry is not None:
+            self.commands[name] = stage_command(name, entry.obj)
+            return self.commands[name]
+        sub = full + " "
+        for _command, _cls, meta in _stage_commands_with_prefix(sub):
+            group = LazyGroup(name=name, prefix=sub, section=meta.get("section"), help=_GROUP_HELP.get(name.strip(), f"{name} stages."))
+            self.commands[name] = group
+            return group
+        return None
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         rows: dict[str, list[tuple[str, str]]] = {}
-        for name in self.list_commands(ctx):
+        for name, section, _ in self._rows():
             cmd = self.get_command(ctx, name)
             if cmd is None or cmd.hidden:
                 continue
-            rows.setdefault(self.section.get(name, "other"), []).append((name, cmd.get_short_help_str(limit=formatter.width - 20)))
-        for section in [*SECTIONS, "other"]:
+            rows.setdefault(section, []).append((name, cmd.get_short_help_str(limit=formatter.width - 20)))
+        for section in [*SECTIONS, *(s for s in rows if s not in SECTIONS)]:
             if section in rows:
                 with formatter.section(section.capitalize()):
                     formatter.write_dl(rows[section])
+
+
+def _stage_commands_with_prefix(prefix: str) -> list[tuple[str, type, dict[str, Any]]]:
+    from curate.registry import stage_commands, stages
+
+    known = [e for e in stages.loaded() if e.startswith(prefix)]
+    if known:  # a group already loaded: do not import every stage module to find it
+        return [(n, stages.loaded()[n].obj, stages.loaded()[n].meta) for n in known]
+    return [c for c in stage_commands() if c[0].startswith(prefix)]
+
+
+#: What a group of stages is for, in ``curate --help`` (a group a plugin makes gets a generic line).
+_GROUP_HELP = {
+    "download": "Download source data: Pile-style subsets (hub or local files), CommonCrawl WARCs.",
+    "quality": "Quality classifier (GPT-3 / MT-NLG): train fastText on curated vs raw web text, score and sample.",
+    "dedup": "Remove exact and near duplicates across all inputs together (global stages).",
+}
 
 
 class CurateCLI(LazyGroup):
@@ -258,41 +310,6 @@ def cli(verbose: int, quiet: bool) -> None:
     _setup_logging(verbose, quiet)
 
 
-@cli.group(cls=LazyGroup)
-def download() -> None:
-    """Download source data: Pile-style subsets (hub or local files), CommonCrawl WARCs."""
-
-
-@cli.group(cls=LazyGroup)
-def quality() -> None:
-    """Quality classifier (GPT-3 / MT-NLG): train fastText on curated vs raw web text, score and sample."""
-
-
-@cli.group(cls=LazyGroup)
-def dedup() -> None:
-    """Remove exact and near duplicates across all inputs together (global stages)."""
-
-
-cli.section.update(download="get data", quality="select", dedup="deduplicate")
-
-# One line per stage: command name, stage class, help section.
-download.stage("pile", "curate.stages.pile:DownloadPile", "get data")
-download.stage("cc", "curate.stages.download_cc:DownloadCC", "get data")
-cli.stage("extract", "curate.stages.extract:ExtractStage", "get data")
-cli.stage("clean", "curate.stages.clean:CleanStage", "clean")
-cli.stage("langid", "curate.stages.langid:LangIdStage", "clean")
-cli.stage("filter", "curate.stages.filters:FilterStage", "select")
-cli.stage("pii", "curate.stages.pii:PIIStage", "select")
-cli.stage("urlfilter", "curate.stages.urlfilter:URLFilterStage", "select")
-quality.stage("train", "curate.stages.quality:QualityTrain", "select")
-quality.stage("score", "curate.stages.quality:QualityStage", "select")
-dedup.stage("exact", "curate.dedup.exact:ExactDedup", "deduplicate")
-dedup.stage("fuzzy", "curate.dedup.fuzzy:FuzzyDedup", "deduplicate")
-cli.stage("decontam", "curate.decontam.run:Decontam", "decontaminate")
-cli.stage("tokenize", "curate.stages.tokenize:TokenizeStage", "produce")
-cli.stage("blend", "curate.stages.blend:BlendStage", "produce")
-
-
 @cli.command("inspect")
 @click.argument("prefix", metavar="PREFIX")
 @click.option(
@@ -366,10 +383,9 @@ def stats_cmd(path: str) -> None:
         click.echo(line)
 
 
-for _name in ("inspect", "report", "stats"):
-    cli.section[_name] = "inspect"
-cli.order = ["download", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality", "dedup", "decontam", "tokenize", "blend",
-             "inspect", "stats", "report"]  # fmt: skip
+for _name in ("inspect", "stats", "report"):
+    cli.commands[_name].section = "inspect"  # type: ignore[attr-defined]
+cli.order = ["inspect", "stats", "report"]
 
 
 def main() -> None:

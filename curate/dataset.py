@@ -198,6 +198,11 @@ def dataset_inputs(paths: Iterable[str | os.PathLike]) -> Inputs:
                 if not (p / SUCCESS).exists():
                     raise CurateError(f"{p}: the stage that writes it has not finished (no {SUCCESS}); run it to completion first")
                 files = sorted(p.glob("part-*.parquet"))
+                if not files and any(True for _ in p.glob("part-*.jsonl*")):
+                    raise CurateError(
+                        f"{p}: its shards are JSON lines (written with --format jsonl, for other tools); curate's stages read "
+                        "Parquet: write it again without --format, or read it back with `curate import`"
+                    )
                 out.extend(files)
                 prints.append(record_fingerprint(p))
                 continue

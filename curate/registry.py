@@ -20,9 +20,12 @@ any name is still found.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import logging
+import os
 import pkgutil
 import re
+import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,6 +91,10 @@ class Registry:
         """The entry ``name``; a one-line error listing the known names when there is none."""
         if name not in self._entries:
             self._load_guesses(name)
+        if name not in self._entries and not self._plugins_loaded:
+            for ep in _entry_points(self.group):  # an installed package's, by the entry point's name
+                if ep.name == name:
+                    self._load_entry_point(ep)
         if name not in self._entries:
             self.load_all()
         if name not in self._entries:
@@ -128,16 +135,21 @@ class Registry:
                 self._load_entry_point(ep)
 
     def _load_guesses(self, name: str) -> None:
+        """Import the built-in modules whose names match ``name`` (and the modules of a matching package) until it is found."""
         words = [w for w in re.split(r"[^a-z0-9]+", name.lower()) if w]
         if not words:
             return
+        packages: list[str] = []
         for module in builtin_modules(self.packages):
             stem = module.rsplit(".", 1)[-1].lower().lstrip("_")
             parts = stem.split("_")
-            if stem in words or words[-1] in parts or stem.rstrip("s") in words:
+            inside = any(module.startswith(p + ".") for p in packages)
+            if inside or stem in words or words[-1] in parts or stem.rstrip("s") in words:
                 _import(module)
                 if name in self._entries:
                     return
+                if hasattr(sys.modules.get(module), "__path__"):
+                    packages.append(module)
 
     def _load_entry_point(self, ep: Any) -> None:
         try:
@@ -168,17 +180,24 @@ _MODULES: dict[tuple[str, ...], list[str]] = {}
 
 
 def builtin_modules(packages: tuple[str, ...]) -> list[str]:
-    """Every module of curate's ``packages`` (found on disk, not imported), in a stable order."""
+    """Every module of curate's ``packages`` (found on disk, not imported: a package's ``__init__`` may be heavy)."""
     if packages not in _MODULES:
         found: list[str] = []
-        for pkg in packages:
-            mod = importlib.import_module(pkg)
-            found.append(pkg)
-            for info in pkgutil.walk_packages(mod.__path__, prefix=pkg + "."):
-                leaf = info.name.rsplit(".", 1)[-1]
-                if leaf.startswith("_"):  # compiled kernels and private helpers register nothing
+
+        def walk(name: str, paths: list[str]) -> None:
+            for info in sorted(pkgutil.iter_modules(paths), key=lambda i: i.name):
+                if info.name.startswith("_"):  # compiled kernels and private helpers register nothing
                     continue
-                found.append(info.name)
+                found.append(f"{name}.{info.name}")
+                if info.ispkg:
+                    walk(f"{name}.{info.name}", [os.path.join(p, info.name) for p in paths])
+
+        for pkg in packages:
+            spec = importlib.util.find_spec(pkg)
+            if spec is None or not spec.submodule_search_locations:
+                continue
+            found.append(pkg)
+            walk(pkg, list(spec.submodule_search_locations))
         _MODULES[packages] = found
     return _MODULES[packages]
 

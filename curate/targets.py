@@ -270,7 +270,9 @@ class ShardCommit:
         self.name = name
         self.stats = ShardStats(shard=name, inputs=inputs)
         self.kept = out.format.writer(out.shard_path(name), schema)
-        self.rejected = ParquetWriter(out.rejected_path(name), rejected_schema(schema) if schema is not None else None) if keep_rejected else None
+        self.rejected = (
+            ParquetWriter(out.rejected_path(name), rejected_schema(schema) if schema is not None else None) if keep_rejected else None
+        )
         self._t0 = started if started is not None else time.perf_counter()
 
     def keep(self, table: pa.Table) -> None:

@@ -31,6 +31,7 @@ from curate.decontam.cut import SENTENCE_ENDS, DecontamStage, find_matches, id_h
 from curate.decontam.evalsets import fingerprint, load_eval_set, parse_specs
 from curate.decontam.index import INDEX_JSON, Index, _sorted_unique, build_index
 from curate.errors import CurateError
+from curate.registry import stage
 from curate.runtime import Context, Stage, param
 from curate.storage import np_load, write_bytes_atomic, write_json_atomic
 from curate.targets import shard_name
@@ -157,6 +158,7 @@ def check_options(
         raise CurateError(f"--sentence-ends must be punctuation or spaces, not word characters (got {sentence_ends!r})")
 
 
+@stage("decontam", section="decontaminate", order=10)
 @dataclass
 class Decontam(Stage):
     """Cut evaluation-set 13-grams out of the training documents (MT-NLG decontamination).

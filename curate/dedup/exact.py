@@ -26,6 +26,7 @@ from curate.dedup.clusters import ApplyClusters, cluster_size_histogram, doc_key
 from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS, PRIORITY_HELP, write_clusters
 from curate.errors import CurateError
 from curate.formats.parquet import write_table_atomic
+from curate.registry import stage
 from curate.runtime import Context, Stage, param
 from curate.schema import source_rank
 from curate.storage import read_parquet
@@ -139,6 +140,7 @@ def _bucket_job(job: _BucketJob) -> dict[str, Any]:
     return {"docs": n, "duplicates": int(in_dup.sum() - new_run[in_dup].sum())}
 
 
+@stage("dedup exact", section="deduplicate", order=10)
 @dataclass
 class ExactDedup(Stage):
     """Drop documents whose normalised text appeared before, across all inputs.

@@ -35,6 +35,7 @@ from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, uniq
 from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
 from curate.errors import CurateError
 from curate.formats.parquet import write_table_atomic
+from curate.registry import stage
 from curate.runtime import MAP_OPTIONS, Context, Stage, param
 from curate.schema import source_rank
 from curate.storage import read_parquet, save_npy_atomic, write_json_atomic
@@ -295,6 +296,7 @@ DEDUP_OPTION_HELP = {
 DEDUP_OPTIONS = tuple(o for o in MAP_OPTIONS if o != "only_sources")
 
 
+@stage("dedup fuzzy", section="deduplicate", order=20)
 @dataclass
 class FuzzyDedup(Stage):
     """MinHash-LSH near-duplicate removal across all inputs (MT-NLG: Jaccard >= 0.8).

@@ -255,4 +255,3 @@ def run(stage: Stage, *, out: str | os.PathLike, inputs: Iterable[str | os.PathL
         **options: Any) -> dict[str, Any]:  # fmt: skip
     """Run a stage from Python (a notebook, a test) with the command's lifecycle; ``options`` are the shared options."""
     return run_stage(stage, Common(inputs=[str(i) for i in inputs], out=str(out), **options), executor)
-

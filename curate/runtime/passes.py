@@ -114,7 +114,11 @@ class Context:
         keep = bool(self.common.keep_rejected)
         names = [shard_name(i) for i in range(len(self.files))]
         done = od.done(names)
-        pending = [(i, _FileJob(reader, f, od.path, n, keep, schema, od.format.name)) for i, (f, n) in enumerate(zip(self.files, names)) if n not in done]
+        pending = [
+            (i, _FileJob(reader, f, od.path, n, keep, schema, od.format.name))
+            for i, (f, n) in enumerate(zip(self.files, names))
+            if n not in done
+        ]
         if done and pending:
             log.info("%s: resuming, %d of %d shard(s) already done", self.stage.display(), len(done), len(names))
         shown = [f"{j.name} ({(labels[i] if labels else j.input.name)})" for i, j in pending]

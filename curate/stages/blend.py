@@ -33,6 +33,7 @@ from curate import __version__, megatron
 from curate.config import check_keys, load_yaml
 from curate.dataset import Inputs, files_fingerprint, input_name, is_curate_dir, record_fingerprint
 from curate.errors import CurateError
+from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 from curate.storage import as_path, rmtree, write_bytes_atomic, write_json_atomic
 from curate.targets import read_json
@@ -555,6 +556,7 @@ def parse_data_path(value: str) -> list[tuple[float, str]]:
     return out
 
 
+@stage("blend", section="produce", order=20)
 @dataclass
 class BlendStage(Stage):
     """Blend sources by weight or epochs (the MT-NLG table), into a corpus or Megatron's --data-path.

@@ -29,6 +29,7 @@ import ftfy
 import ftfy.fixes
 from ftfy.chardata import WIDTH_MAP
 
+from curate.registry import stage
 from curate.runtime import Batch, Counters, Decisions, DocStage, param
 
 _CTRL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ufeff]")  # as ftfy's remove_control_chars, plus the BOM
@@ -75,6 +76,7 @@ def fix_width(text: str) -> str:
     return text.translate(WIDTH_MAP)
 
 
+@stage("clean", section="clean", order=10)
 @dataclass
 class CleanStage(DocStage):
     """Repair Unicode (ftfy: mojibake, entities, control characters) and normalise whitespace.

@@ -38,6 +38,7 @@ import requests
 
 from curate.dataset import Inputs, sha256_json
 from curate.errors import CurateError
+from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 from curate.stats import mb
 from curate.storage import AnyPath, as_path, is_local
@@ -602,6 +603,7 @@ class SnapshotTarget(Target):
         super().clear()
 
 
+@stage("download cc", section="get data", order=20)
 @dataclass
 class DownloadCC(Stage):
     """CommonCrawl WARC files of one snapshot, resumable (extract them with `curate extract`).

@@ -29,6 +29,7 @@ import pyarrow.compute as pc
 
 from curate.dataset import decode_texts
 from curate.errors import CurateError, ParamError
+from curate.registry import stage
 from curate.runtime import MapResult, MapStage, param
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
 from curate.stages import fasttext_model
@@ -144,6 +145,7 @@ def sample_text(text: str, max_chars: int) -> str:
     return text
 
 
+@stage("langid", section="clean", order=20)
 @dataclass
 class LangIdStage(MapStage):
     """Identify each document's language with fastText; keep the wanted ones (reason `lang`).

@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.errors import ParamError
+from curate.registry import stage
 from curate.runtime import Batch, Counters, Decisions, DocStage, param
 
 # --------------------------------------------------------------------------- e-mail addresses
@@ -270,6 +271,7 @@ class Redactor:
         return self.phone_placeholder
 
 
+@stage("pii", section="select", order=20)
 @dataclass
 class PIIStage(DocStage):
     """Replace e-mail addresses and public IP addresses with fixed placeholders (FineWeb's PII step).

@@ -32,6 +32,7 @@ from curate.dataset import Inputs, files_fingerprint, input_name, sha256_json
 from curate.errors import CurateError
 from curate.hub import check_hub_reachable
 from curate.limits import CappedReader, DecompressionLimit, bomb_message, decompressed_limit
+from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 
 log = logging.getLogger("curate")
@@ -461,6 +462,7 @@ def pile_records(
                 counters["empty_subsets"] += 1
 
 
+@stage("download pile", section="get data", order=10)
 @dataclass
 class DownloadPile(Stage):
     """Pile-style subsets into a dataset directory (source = pile/<subset>).
@@ -478,7 +480,7 @@ class DownloadPile(Stage):
     name: ClassVar[str] = "download_pile"
     kind: ClassVar[str] = "source"
     required_columns: ClassVar[tuple[str, ...]] = ()
-    options: ClassVar[tuple[str, ...]] = ("out", "overwrite", "keep_rejected")
+    options: ClassVar[tuple[str, ...]] = ("out", "overwrite", "keep_rejected", "format")
     option_help: ClassVar[dict[str, str]] = {"keep_rejected": "Write malformed records to OUT/_rejected/ with their reason."}
     error_reasons: ClassVar[frozenset[str]] = frozenset({"bad_record"})
     dataset: str = param(help="Hub dataset name (streamed with `datasets`), or a local file, directory or glob "

@@ -28,6 +28,7 @@ import pyarrow.compute as pc
 from curate import __version__, megatron
 from curate.dataset import Inputs, check_columns, dataset_inputs, open_parquet, repair_utf8
 from curate.errors import CurateError
+from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 from curate.schema import source_matcher
 from curate.stats import merge_counts
@@ -422,6 +423,7 @@ def tokenize_files(
     return record
 
 
+@stage("tokenize", section="produce", order=10)
 @dataclass
 class TokenizeStage(Stage):
     """Tokenize documents into Megatron-LM indexed datasets (.bin/.idx, MMIDIDX v1).
@@ -450,8 +452,9 @@ class TokenizeStage(Stage):
     tokenizer: str = param("gpt2", "gpt2 (GPT-2 BPE shipped with curate, offline), a Hugging Face tokenizer.json, or a tiktoken BPE file.",
                            metavar="gpt2|PATH")  # fmt: skip
     append_eod: bool = param(True, "End every document with the end-of-document token.", secondary="--no-append-eod")
-    eod_token: str | None = param(None, "End-of-document token [default: <|endoftext|>, or the tokenizer's </s>-like token].",
-                                  metavar="TOKEN", record=False)  # fmt: skip  (recorded in the tokenizer's identity)
+    eod_token: str | None = param(
+        None, "End-of-document token [default: <|endoftext|>, or the tokenizer's </s>-like token].", metavar="TOKEN", record=False
+    )  # fmt: skip  (recorded in the tokenizer's identity)
     per_source: bool = param(False, "Write one prefix per source: OUT/<source>.bin/.idx (e.g. OUT/pile_Wikipedia), and OUT/_SUCCESS.")
     sources: str | None = param(None, "Tokenize only the documents of these sources (comma-separated globs); the others are left "
                                 "out and counted as skipped.", metavar="GLOBS")  # fmt: skip

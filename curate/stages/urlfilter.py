@@ -48,6 +48,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from curate.errors import CurateError, ParamError
+from curate.registry import stage
 from curate.runtime import Batch, Counters, Decisions, DocStage, param
 from curate.storage import file_sha256
 
@@ -297,6 +298,7 @@ def blocklist_files(path: Path, categories: list[str] | None) -> list[tuple[str,
 # --------------------------------------------------------------------------- the stage
 
 
+@stage("urlfilter", section="select", order=30)
 @dataclass
 class URLFilterStage(DocStage):
     """Drop documents whose URL is on a blocklist (a domain or its subdomains, a URL) or holds banned words.

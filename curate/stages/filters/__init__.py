@@ -31,6 +31,7 @@ from typing import Any, ClassVar
 from curate.config import check_keys, load_yaml
 from curate.errors import CurateError
 from curate.registry import rule_sets as _registry
+from curate.registry import stage
 from curate.runtime import Batch, Counters, Decisions, DocStage, param
 from curate.stages.filters.base import RuleSet
 from curate.stages.filters.flagged import load_word_list
@@ -236,6 +237,7 @@ class FilterConfig:
         }
 
 
+@stage("filter", section="select", order=10)
 @dataclass
 class FilterStage(DocStage):
     """Heuristic quality rules: Gopher quality and repetition, C4, FineWeb (published definitions).
@@ -265,10 +267,15 @@ class FilterStage(DocStage):
                               "names it) [default: all; the config decides which apply to which source].", metavar="NAMES")  # fmt: skip
     config: str | None = param(None, "Per-source rule sets, presets and threshold overrides "
                                "[default: curate/resources/filters.yaml].", metavar="YAML")  # fmt: skip
-    preset: str | None = param(None, "One preset for every rule set and source, over the config's: published (the papers and "
-                               "the code that built C4 and FineWeb), datatrove (datatrove 0.10.1's filters), fineweb "
-                               "(datatrove's as FineWeb ran them) [default: the config's].",
-                               choices=tuple(PRESETS), metavar="NAME", record=False)  # fmt: skip  (recorded in config)
+    preset: str | None = param(
+        None,
+        "One preset for every rule set and source, over the config's: published (the papers and "
+        "the code that built C4 and FineWeb), datatrove (datatrove 0.10.1's filters), fineweb "
+        "(datatrove's as FineWeb ran them) [default: the config's].",
+        choices=tuple(PRESETS),
+        metavar="NAME",
+        record=False,
+    )  # fmt: skip  (recorded in config)
 
     def __post_init__(self) -> None:
         if isinstance(self.config, FilterConfig):

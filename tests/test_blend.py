@@ -15,7 +15,7 @@ from curate.dataset import read_success
 from curate.formats.parquet import ParquetWriter
 from curate.megatron import IndexedDataset, IndexedDatasetWriter
 from curate.schema import BASE_SCHEMA
-from curate.stages.blend import parse_data_path, partial_count
+from curate.stages.blend.plan import parse_data_path, partial_count
 from tests.conftest import prose
 
 SPAN = 10_000  # source s uses token ids s*SPAN .. s*SPAN+SPAN-1; a document starts with its own id

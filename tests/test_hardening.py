@@ -462,7 +462,7 @@ def test_blend_config_is_plain_data_with_known_keys(run, tmp_path, text, error):
 
 def test_every_shipped_config_loads(monkeypatch):
     from curate.config import load_yaml
-    from curate.stages.blend import load_config
+    from curate.stages.blend.config import load_config
     from curate.stages.filters import FilterConfig, default_config_path
 
     root = Path(__file__).resolve().parents[1]

@@ -158,8 +158,7 @@ class ModelFile:
     """A fastText model file mapped into memory, its layout walked once; one-line errors for anything else.
 
     Holds the header (``version``, ``args``), the dictionary (``labels``, and where each entry
-    ends), the place of the pruned n-gram map and of both matrices. The mapping stays open while
-    a :class:`KernelModel` built from it lives (its arrays are views of the file).
+    ends), and where the pruned n-gram map and both matrices lie; :meth:`kernel` reads those.
     """
 
     def __init__(self, path: str | os.PathLike) -> None:
@@ -248,7 +247,8 @@ class ModelFile:
         self.close()
 
     def _array(self, dtype: str, count: int, offset: int) -> np.ndarray:
-        return np.frombuffer(self.buf, dtype=dtype, count=count, offset=offset)
+        """A copy, not a view: the kernel must not read a file that may be rewritten in place (and the mapping can close)."""
+        return np.frombuffer(self.buf, dtype=dtype, count=count, offset=offset).copy()
 
     def kernel(self) -> KernelModel | None:
         """The model as the compiled kernel runs it, or None: not a kind it runs, or no kernel (the fastText library predicts)."""
@@ -426,7 +426,8 @@ def load_kernel(path: str | os.PathLike) -> KernelModel | None:
     if _native is None:
         return None
     try:
-        return ModelFile(path).kernel()
+        with ModelFile(path) as f:
+            return f.kernel()
     except CurateError:
         return None
 
@@ -470,7 +471,8 @@ class Classifier:
     @functools.cached_property
     def kernel(self) -> KernelModel | None:
         """The kernel's model, or None: the library predicts (a model the kernel does not run, or no kernel)."""
-        return self._file.kernel()
+        with self._file:  # its arrays are copies: the mapping closes
+            return self._file.kernel()
 
     @functools.cached_property
     def library(self) -> Any:

@@ -14,8 +14,8 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
-# setup.py compiles curate/dedup/_shingles.c and  curate/stages/filters/_ngrams.c curate/stages/_fasttext.c (optional: without a compiler numpy)
-$(VENV)/.installed: pyproject.toml setup.py curate/dedup/_shingles.c curate/stages/filters/_ngrams.c curate/stages/_fasttext.c | $(BIN)/python
+# setup.py compiles curate/dedup/_shingles.c, curate/stages/filters/_ngrams.c and curate/_fasttext.c (optional: without a compiler numpy)
+$(VENV)/.installed: pyproject.toml setup.py curate/dedup/_shingles.c curate/stages/filters/_ngrams.c curate/_fasttext.c | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e .
 	touch $@
 

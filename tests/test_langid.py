@@ -124,7 +124,7 @@ def train_glotlid_style_model(tmp_path: Path) -> Path:
     train.write_text("\n".join(lines) + "\n", encoding="utf-8")
     path = tmp_path / "glot_style.bin"
     # a fresh process: fastText 0.9.2 trained in a process that already trained or loaded models
-    # can diverge ("Encountered NaN"); see curate/stages/quality.py
+    # can diverge ("Encountered NaN"); see curate/stages/quality/train.py
     code = (
         "import fasttext, sys; m = fasttext.train_supervised(sys.argv[1], epoch=100, lr=1.0, dim=16, minn=2, maxn=4, "
         "bucket=20_000, thread=1, verbose=0, seed=1); m.save_model(sys.argv[2])"
@@ -162,7 +162,7 @@ def test_shipped_model_and_its_readme():
     for f in sorted(DEFAULT_MODEL.parent.iterdir()):  # every shipped data file is listed with its sha256
         if f.is_file() and f.suffix not in (".md", ".yaml", ".py"):
             assert f.name in readme and hashlib.sha256(f.read_bytes()).hexdigest() in readme, f.name
-    assert len(load_model(str(DEFAULT_MODEL)).get_labels()) == 176
+    assert len(load_model(str(DEFAULT_MODEL)).library.get_labels()) == 176
 
 
 def test_invalid_utf8_and_huge_documents_do_not_crash_a_shard(tmp_path, run):
@@ -183,7 +183,7 @@ def test_invalid_utf8_and_huge_documents_do_not_crash_a_shard(tmp_path, run):
 
 # --------------------------------------------------------------------------- the compiled fastText kernel
 
-from curate.stages import fasttext_model  # noqa: E402
+from curate import fasttext as curate_fasttext  # noqa: E402  (not the library `fasttext`)
 
 
 def _library_top1(model, texts: list[str]) -> tuple[list, list]:
@@ -192,7 +192,7 @@ def _library_top1(model, texts: list[str]) -> tuple[list, list]:
 
 
 def _kernel_matches_library(path: Path, texts: list[str]) -> None:
-    kernel = fasttext_model.load(path)
+    kernel = curate_fasttext.load_kernel(path)
     assert kernel is not None, f"{path}: the kernel should run this model"
     from fasttext.FastText import _FastText
 
@@ -212,7 +212,7 @@ ODD_TEXTS = [
 def test_kernel_gives_fastTexts_labels_and_probabilities_on_real_and_odd_text():
     """The shipped lid.176.ftz (product-quantized, quantized norms, pruned n-grams, hierarchical softmax):
     UDHR articles in every fixture language, sampled as langid samples them, and odd strings."""
-    if fasttext_model._native is None:
+    if curate_fasttext._native is None:
         pytest.skip("kernel not built")
     texts = [sample_text("\n".join(v["articles"]), 4000) for v in UDHR.values()]
     texts += [sample_text(prose(i, 400), 4000) for i in range(50)] + ODD_TEXTS
@@ -232,7 +232,7 @@ def test_kernel_gives_fastTexts_labels_and_probabilities_on_real_and_odd_text():
 )
 def test_kernel_matches_the_library_on_models_trained_here(tmp_path, settings):
     """Dense and quantized input, hierarchical softmax and softmax, word n-grams, no subwords."""
-    if fasttext_model._native is None:
+    if curate_fasttext._native is None:
         pytest.skip("kernel not built")
     labels = {"eng": "en", "fra": "fr", "deu_1996": "de", "rus": "ru", "spa": "es"}
     lines = [f"__label__{lab} {sent}" for name, lab in labels.items() for art in UDHR[name]["articles"]
@@ -260,24 +260,18 @@ def test_kernel_declines_what_it_does_not_run(tmp_path):
     vec = tmp_path / "vec.bin"
     code = "import fasttext, sys; fasttext.train_unsupervised(sys.argv[1], dim=8, epoch=1, minCount=1, thread=1, verbose=0).save_model(sys.argv[2])"
     subprocess.run([sys.executable, "-c", code, str(train), str(vec)], check=True)
-    assert fasttext_model.load(vec) is None
+    assert curate_fasttext.load_kernel(vec) is None
     (tmp_path / "junk.bin").write_bytes(b"not a model at all")
-    assert fasttext_model.load(tmp_path / "junk.bin") is None
+    assert curate_fasttext.load_kernel(tmp_path / "junk.bin") is None
     (tmp_path / "cut.ftz").write_bytes(DEFAULT_MODEL.read_bytes()[:400_000])
-    assert fasttext_model.load(tmp_path / "cut.ftz") is None
+    assert curate_fasttext.load_kernel(tmp_path / "cut.ftz") is None
 
 
 def test_langid_output_is_the_same_with_the_library(tmp_path, run, monkeypatch):
-    """The stage with the kernel and with CURATE_FASTTEXT=library: byte-identical shards."""
-    from curate.stages import langid as langid_mod
-
+    """The stage with the kernel and with CURATE_FASTTEXT=library (read at each prediction): byte-identical shards."""
     rows = [("\n".join(v["articles"][:4]), "cc/x") for v in UDHR.values()] + [(prose(i, 300), "pile/x") for i in range(40)]
     src = make_docs(tmp_path / "in", rows)
     run("langid", "--in", src, "--out", tmp_path / "k", "--keep", "en", "--workers", 1)
     monkeypatch.setenv("CURATE_FASTTEXT", "library")
-    langid_mod.fast_model.cache_clear()
-    try:
-        run("langid", "--in", src, "--out", tmp_path / "l", "--keep", "en", "--workers", 1)
-    finally:
-        langid_mod.fast_model.cache_clear()
+    run("langid", "--in", src, "--out", tmp_path / "l", "--keep", "en", "--workers", 1)
     assert (tmp_path / "k" / "part-00000.parquet").read_bytes() == (tmp_path / "l" / "part-00000.parquet").read_bytes()

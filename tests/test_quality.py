@@ -18,19 +18,10 @@ from click.testing import CliRunner
 from curate.cli import cli
 from curate.dataset import read_success, read_table
 from curate.errors import CurateError
-from curate.stages.quality import (
-    BUCKET_KEYS,
-    NEG_LABEL,
-    POS_LABEL,
-    ClassInput,
-    binary_metrics,
-    build_training_data,
-    normalize_text,
-    pareto_draws,
-    read_model_info,
-    roc_auc,
-    uniforms,
-)
+from curate.fasttext import read_model_info
+from curate.stages.quality.data import NEG_LABEL, POS_LABEL, ClassInput, build_training_data, normalize_text, pareto_draws, uniforms
+from curate.stages.quality.score import BUCKET_KEYS
+from curate.stages.quality.train import binary_metrics, roc_auc
 from tests.conftest import SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -167,7 +158,7 @@ def test_cross_fitted_scores_come_from_models_that_never_saw_the_document(corpus
     """--folds 3: each document, training negatives included, is scored by the one model that did not train on it (nor on a copy)."""
     import fasttext
 
-    from curate.stages.quality import fold_of
+    from curate.stages.quality.data import fold_of
 
     out = tmp_path / "cf"
     r = cli_run("quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"], "--neg-sources", "cc/*",

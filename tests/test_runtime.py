@@ -494,6 +494,7 @@ def _imports(path: Path) -> set[str]:
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom) and node.module:
             mods.add(node.module)
+            mods.update(f"{node.module}.{a.name}" for a in node.names)  # `from curate import stages` imports curate.stages
         elif isinstance(node, ast.Import):
             mods.update(a.name for a in node.names)
     return {m for m in mods if m == "curate" or m.startswith("curate.")}
@@ -501,7 +502,7 @@ def _imports(path: Path) -> set[str]:
 
 def test_layout_rules_hold():
     """storage, dataset and schema import no stage, runtime or executor; the executor no stage; stages neither CLI nor
-    executor; the report no stage module."""
+    executor; the report no stage module; curate.fasttext (fastText model files) no stage, runtime, executor or CLI."""
     pkg = ROOT / "curate"
     files = {str(p.relative_to(ROOT).with_suffix("")).replace("/", ".").removesuffix(".__init__"): p for p in pkg.rglob("*.py")}
     stage_mods = {m for m in files if m.startswith(("curate.stages", "curate.dedup", "curate.decontam"))}
@@ -522,6 +523,9 @@ def test_layout_rules_hold():
         assert not bad, (mod, bad)
     assert not {m for r in files if r.startswith("curate.report.") for m in imports(r) if m in stage_mods}  # the report package
     assert "curate.stages.textcol" not in files and "curate.stages.inspect" not in files
+    above = ("curate.stages", "curate.dedup", "curate.decontam", "curate.runtime", "curate.executor", "curate.cli")
+    bad = {m for m in imports("curate.fasttext") if m in above or m.startswith(tuple(f"{a}." for a in above))}
+    assert not bad, ("curate.fasttext", bad)
 
 
 def test_no_module_is_a_monolith():

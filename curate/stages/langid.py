@@ -18,7 +18,6 @@ digits, punctuation) is not given to the model: it gets ``lang = "und"`` and sco
 from __future__ import annotations
 
 import functools
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,11 +28,10 @@ import pyarrow.compute as pc
 
 from curate.dataset import decode_texts
 from curate.errors import CurateError, ParamError
+from curate.fasttext import Classifier, classifier
 from curate.registry import stage
 from curate.runtime import MapResult, MapStage, param
 from curate.schema import STAGE_FIELDS, source_matcher, with_column
-from curate.stages import fasttext_model
-from curate.stages.fasttext_model import FastTextModel
 from curate.storage import file_sha256
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "resources" / "lid.176.ftz"
@@ -89,10 +87,12 @@ def _code_group(code: str) -> set[str]:
 
 
 @functools.lru_cache(maxsize=4)
-def load_model(path: str) -> Any:
-    """Load a fastText model once per process; the shipped model's sha256 is checked first."""
-    from fasttext.FastText import _FastText  # the class load_model returns, without its stderr warning
+def load_model(path: str) -> Classifier:
+    """The language-ID classifier at ``path``, once per process; the shipped model's sha256 is checked first.
 
+    :mod:`curate.fasttext` reads and checks the file and predicts (its compiled kernel where it
+    runs the model, the fastText library otherwise; ``CURATE_FASTTEXT=library`` forces the library).
+    """
     p = Path(path)
     if not p.is_file():
         raise CurateError(f"{p}: no such language-ID model file")
@@ -102,25 +102,11 @@ def load_model(path: str) -> Any:
             raise CurateError(
                 f"{p}: sha256 {digest[:12]}... is not the shipped lid.176.ftz ({DEFAULT_MODEL_SHA256[:12]}...); reinstall curate"
             )
-    try:
-        model = _FastText(model_path=str(p))
-    except (ValueError, MemoryError, RuntimeError) as exc:
-        raise CurateError(f"{p}: not a fastText model ({exc})") from exc
-    labels = model.get_labels()
+    model = classifier(str(p))
+    labels = model.info.labels
     if not labels or not all(str(lab).startswith(_LABEL) for lab in labels[:5]):
         raise CurateError(f"{p}: a fastText model, but not a classifier with __label__ labels (is it a word-vector model?)")
     return model
-
-
-@functools.lru_cache(maxsize=4)
-def fast_model(path: str) -> FastTextModel | None:
-    """The model for the compiled kernel (fastText's results, ~5x faster), or None: the fasttext library predicts.
-
-    ``CURATE_FASTTEXT=library`` uses the library always (to compare, or to rule the kernel out).
-    """
-    if os.environ.get("CURATE_FASTTEXT") == "library":
-        return None
-    return fasttext_model.load(path)
 
 
 def sample_text(text: str, max_chars: int) -> str:
@@ -218,17 +204,10 @@ class LangIdStage(MapStage):
         langs = [UNDETERMINED] * len(texts)
         scores = [0.0] * len(texts)
         if ask:
-            model = load_model(self.model_path)
-            kernel = fast_model(self.model_path)
-            if kernel is not None:  # fastText's labels and probabilities, computed by curate's kernel
-                top, probs = kernel.predict([samples[i] for i in ask])
-                labels = [[lab] if lab else [] for lab in top]
-                probs = [[p] for p in probs.tolist()]
-            else:
-                labels, probs = model.predict([samples[i] for i in ask], k=1)
+            labels, probs = load_model(self.model_path).top1([samples[i] for i in ask])  # fastText's, by curate's kernel where it can
             for i, lab, p in zip(ask, labels, probs):
-                langs[i] = lab[0][len(_LABEL) :] if lab else UNDETERMINED
-                scores[i] = min(1.0, float(p[0])) if len(p) else 0.0
+                langs[i] = lab[len(_LABEL) :] if lab else UNDETERMINED
+                scores[i] = min(1.0, p)
         return langs, scores
 
     def __call__(self, table: pa.Table) -> MapResult:

@@ -27,7 +27,7 @@ from curate.errors import CurateError
 from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 from curate.stages.blend.config import DEFAULT_MAX_EPOCHS, DEFAULT_SEED, load_config, parse_total_tokens
-from curate.stages.blend.plan import source_prefix, data_path_string, format_table, plan_blend, resolve_sources, write_blend
+from curate.stages.blend.plan import data_path_string, format_table, plan_blend, resolve_sources, source_prefix, write_blend
 from curate.storage import as_path, write_bytes_atomic, write_json_atomic
 from curate.targets import read_json
 

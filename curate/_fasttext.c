@@ -1,7 +1,7 @@
 /* fastText supervised prediction (top-1 label and its probability) for a batch of texts.
  *
  * The compiled twin of fastText 0.9.2's FastText::predictLine for the models curate loads
- * (curate.stages.fasttext_model parses the file and checks that it is one of them): each
+ * (curate.fasttext parses the file and checks that it is one of them): each
  * text is split into tokens at the bytes fastText splits at, every token is looked up in
  * the vocabulary, its character n-grams are hashed (FNV-1a over the UTF-8 bytes, each byte
  * sign-extended as fastText does), pruned and bucketed, word n-gram hashes are added, and
@@ -379,7 +379,7 @@ static PyMethodDef methods[] = {
      "predict(texts, offsets, model, labels, probs) -> None\n\n"
      "Top-1 prediction of the UTF-8 texts texts[offsets[i]:offsets[i+1]] (each as fastText reads one\n"
      "line: a final newline ends it) into labels (int32: the label's index, -1 for none) and probs\n"
-     "(float32); model is the tuple curate.stages.fasttext_model.FastTextModel builds."},
+     "(float32); model is the tuple curate.fasttext.ModelFile.kernel builds."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fasttext", "fastText supervised prediction (see _fasttext.c).", -1, methods,

@@ -42,6 +42,7 @@ class Param:
     split: bool = False  # each value may hold comma-separated items
     required: bool = False
     record: bool = True  # part of the parameters an output is made with (_params.json)
+    relevant: Any = None  # stage -> bool: recorded only when it is (a threshold only one mode reads); None: always
     secondary: str | None = None  # a boolean's off switch, e.g. "--no-append-eod"
     flag_value: Any = None  # the value of the option given without a value (--verify)
     show_default: bool | str = True

@@ -24,14 +24,12 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from curate.dataset import decode_texts
 from curate.errors import CurateError, ParamError
 from curate.fasttext import Classifier, classifier
 from curate.registry import stage
-from curate.runtime import MapResult, MapStage, param
-from curate.schema import STAGE_FIELDS, source_matcher, with_column
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
+from curate.schema import source_matcher
 from curate.storage import file_sha256
 
 DEFAULT_MODEL = Path(__file__).resolve().parents[1] / "resources" / "lid.176.ftz"
@@ -133,7 +131,7 @@ def sample_text(text: str, max_chars: int) -> str:
 
 @stage("langid", section="clean", order=20)
 @dataclass
-class LangIdStage(MapStage):
+class LangIdStage(DocStage):
     """Identify each document's language with fastText; keep the wanted ones (reason `lang`).
 
     Writes `lang` (the model's label without __label__, e.g. en or eng_Latn) and
@@ -150,6 +148,7 @@ class LangIdStage(MapStage):
 
     name: ClassVar[str] = "langid"
     error_reasons: ClassVar[frozenset[str]] = frozenset({"invalid_utf8"})
+    invalid_utf8: ClassVar[str] = "reject"
     sections: ClassVar[dict[str, str]] = {"languages": "counters.lang", "language_scores": "counters.score"}
     keep: list[str] = param(["en"], "Language to keep (repeatable or comma-separated; en matches en, eng and eng_Latn); "
                             "'all' annotates without dropping.", metavar="LANG", multiple=True, split=True)  # fmt: skip
@@ -180,14 +179,13 @@ class LangIdStage(MapStage):
             raise CurateError(f"{self.model_path}: no such language-ID model file")
         self._keep = set().union(*(_code_group(c) for c in self.keep)) if self.keep else None
 
-    def params(self) -> dict[str, Any]:
+    def derived_params(self) -> dict[str, Any]:
+        """The model by content (and the shipped one by name, wherever curate is installed); keep as a set."""
         shipped = Path(self.model_path).resolve() == DEFAULT_MODEL
         return {
             "keep": sorted(self.keep) if self.keep else None,
-            "min_score": self.min_score,
             "model": "lid.176.ftz (shipped)" if shipped else self.model_path,
             "model_sha256": DEFAULT_MODEL_SHA256 if shipped else file_sha256(Path(self.model_path)),
-            "max_chars": self.max_chars,
             "filter_sources": [self.filter_sources] if self.filter_sources else None,
         }
 
@@ -210,38 +208,24 @@ class LangIdStage(MapStage):
                 scores[i] = min(1.0, p)
         return langs, scores
 
-    def __call__(self, table: pa.Table) -> MapResult:
-        raw = decode_texts(table.column("text"))
-        good = [i for i, t in enumerate(raw) if t is not None]
-        langs: list[str | None] = [None] * len(raw)
-        scores: list[float | None] = [None] * len(raw)
-        if good:
-            ls, ss = self.predict([raw[i] for i in good])
-            for i, lang, score in zip(good, ls, ss):
-                langs[i], scores[i] = lang, score
+    def decide_batch(self, batch: Batch) -> Decisions:
+        texts = batch.texts
+        langs, scores = self.predict(texts)
         filt = source_matcher([self.filter_sources]) if self.filter_sources else None
-        sources = table.column("source").to_pylist() if filt else None
+        sources = batch.column("source") if filt else None
         reasons: list[str | None] = []
-        counters: dict[str, Any] = {"lang": {}, "score": dict.fromkeys(_SCORE_BUCKETS, 0)}
+        counters = Counters(lang={}, score=dict.fromkeys(_SCORE_BUCKETS, 0))
         for i, (lang, score) in enumerate(zip(langs, scores)):
-            if lang is None:
-                reasons.append("invalid_utf8")
-                counters["invalid_utf8"] = counters.get("invalid_utf8", 0) + 1
-                continue
-            counters["lang"][lang] = counters["lang"].get(lang, 0) + 1
-            counters["score"][_SCORE_BUCKETS[min(9, int(score * 10))]] += 1
+            counters.add("lang", lang)
+            counters.add("score", _SCORE_BUCKETS[min(9, int(score * 10))])
             if lang == UNDETERMINED:
-                counters["no_letters"] = counters.get("no_letters", 0) + 1
-            if len(raw[i]) > self.max_chars:  # type: ignore[arg-type]
-                counters["sampled"] = counters.get("sampled", 0) + 1
+                counters.add("no_letters")
+            if len(texts[i]) > self.max_chars:
+                counters.add("sampled")
             drop = self._keep is not None and not (self.wanted(lang) and score >= self.min_score)
             if drop and filt is not None and not filt(sources[i]):  # type: ignore[index]
                 drop = False
-                counters["kept_unfiltered_source"] = counters.get("kept_unfiltered_source", 0) + 1
+                counters.add("kept_unfiltered_source")
             reasons.append("lang" if drop else None)
-        annotated = with_column(table, STAGE_FIELDS["lang"], pa.array(langs, pa.string()))
-        annotated = with_column(annotated, STAGE_FIELDS["lang_score"], pa.array(scores, pa.float32()))
-        keep = pa.array([r is None for r in reasons], pa.bool_())
-        rejected = annotated.filter(pc.invert(keep))
-        rejected = rejected.append_column("reason", pa.array([r for r in reasons if r is not None], pa.string()))
-        return MapResult(annotated.filter(keep), rejected, counters)
+        columns = {"lang": pa.array(langs, pa.string()), "lang_score": pa.array(scores, pa.float32())}
+        return Decisions(reasons, columns=columns, counters=counters)

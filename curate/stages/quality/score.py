@@ -17,14 +17,11 @@ from typing import Any, ClassVar
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
-from curate.dataset import decode_texts
 from curate.errors import CurateError
 from curate.fasttext import classifier, model_fingerprint, read_model_info, resolve_label
 from curate.registry import stage
-from curate.runtime import MapResult, MapStage, param
-from curate.schema import STAGE_FIELDS, with_column
+from curate.runtime import Batch, Counters, Decisions, DocStage, param
 from curate.stages.quality.data import NORMALIZE_MODES, POS_LABEL, fold_of, normalize_text, pareto_draws
 from curate.stages.quality.train import model_file, recorded_normalize, training_record
 
@@ -33,7 +30,6 @@ log = logging.getLogger("curate")
 MODES = ("annotate", "threshold", "pareto")
 HIST_BUCKETS = 10
 BUCKET_KEYS = [f"{i / HIST_BUCKETS:.1f}-{(i + 1) / HIST_BUCKETS:.1f}" for i in range(HIST_BUCKETS)]
-_SCORE_FIELD = STAGE_FIELDS["quality_score"]
 
 
 def _bucket(scores: np.ndarray) -> np.ndarray:
@@ -55,7 +51,7 @@ def _histograms(sources: list[str], scores: np.ndarray, keep: np.ndarray) -> tup
 
 @stage("quality score", section="select", order=41)
 @dataclass
-class QualityStage(MapStage):
+class QualityStage(DocStage):
     """Score documents with a fastText classifier (quality_score) and keep them by mode.
 
     pareto keeps a document when (1 - u)^(-1/alpha) - 1 > 1 - score, u = (xxh64(id, seed) >> 11) / 2^53:
@@ -81,9 +77,9 @@ class QualityStage(MapStage):
                        "(e.g. __label__hq for DCLM's fasttext_oh_eli5).", metavar="NAME")  # fmt: skip
     mode: str = param("annotate", "annotate: keep all; threshold: keep score >= T; pareto: keep when pareto(alpha) > 1 - score (GPT-3).",
                       choices=MODES)  # fmt: skip
-    threshold: float = param(0.5, "Threshold of --mode threshold.", min=0.0, max=1.0)
-    alpha: float = param(9.0, "Pareto shape of --mode pareto.", min=0.0, min_open=True)
-    seed: int = param(0, "Seed of --mode pareto (with each document's id).")
+    threshold: float = param(0.5, "Threshold of --mode threshold.", min=0.0, max=1.0, relevant=lambda s: s.mode == "threshold")
+    alpha: float = param(9.0, "Pareto shape of --mode pareto.", min=0.0, min_open=True, relevant=lambda s: s.mode == "pareto")
+    seed: int = param(0, "Seed of --mode pareto (with each document's id).", relevant=lambda s: s.mode == "pareto")
     normalize: str = param("auto", "Text normalisation before scoring; auto: the one in the model's metrics (written by `quality train`), "
                            "else none (whitespace and newlines folded only, as datatrove's classifier filter does; use what the "
                            "model was trained on).", choices=("auto", *NORMALIZE_MODES))  # fmt: skip
@@ -116,16 +112,11 @@ class QualityStage(MapStage):
             self.normalize = recorded or "none"
             log.info("quality score: text normalisation %s%s", self.normalize, " (from the model's metrics)" if recorded else "")
 
-    def params(self) -> dict[str, Any]:
-        p: dict[str, Any] = {"model": self.model, "model_fingerprint": self.fingerprint, "label": self.label, "mode": self.mode}
+    def derived_params(self) -> dict[str, Any]:
+        """The models by content (fingerprint) and how many folds they score."""
+        p: dict[str, Any] = {"model_fingerprint": self.fingerprint}
         if len(self.fold_models) > 1:
             p["folds"] = len(self.fold_models)
-        p["normalize"] = self.normalize
-        if self.mode == "threshold":
-            p["threshold"] = self.threshold
-        if self.mode == "pareto":
-            p["alpha"] = self.alpha
-            p["seed"] = self.seed
         return p
 
     def summary(self, record: dict[str, Any]) -> list[str]:
@@ -144,30 +135,23 @@ class QualityStage(MapStage):
                 out[rows] = classifier(path).probabilities([lines[i] for i in rows], self.label)
         return out
 
-    def __call__(self, table: pa.Table) -> MapResult:
+    def decide_batch(self, batch: Batch) -> Decisions:
+        table = batch.table
         n = table.num_rows
-        texts = decode_texts(table.column("text"))
-        undecodable = sum(t is None for t in texts)
         ids = table.column("id").to_pylist()
-        scores = self.scores(texts) if n else np.zeros(0, dtype=np.float32)
+        scores = self.scores(batch.texts) if n else np.zeros(0, dtype=np.float32)
         if self.mode == "threshold":
             keep = scores >= np.float32(self.threshold)
         elif self.mode == "pareto":
             keep = pareto_draws(ids, self.seed, self.alpha) > 1.0 - scores.astype(np.float64)
         else:
             keep = np.ones(n, dtype=bool)
-        scored = with_column(table, _SCORE_FIELD, pa.array(scores, type=pa.float32()))
-        mask = pa.array(keep, type=pa.bool_())
-        kept = scored.filter(mask)
-        rejected = scored.filter(pc.invert(mask))
-        rejected = rejected.append_column("reason", pa.array(["quality"] * rejected.num_rows, pa.string()))
-        hist_all, hist_kept, score_sum = _histograms([s or "" for s in table.column("source").to_pylist()], scores, keep)
-        counters: dict[str, Any] = {"scored": n, "score_hist": {"all": hist_all, "kept": hist_kept}, "score_sum": score_sum}
+        hist_all, hist_kept, score_sum = _histograms([s or "" for s in batch.column("source")], scores, keep)
+        counters = Counters(scored=n, score_hist={"all": hist_all, "kept": hist_kept}, score_sum=score_sum)
         if self.mode == "pareto":
             counters["pareto_expected_kept"] = float(np.sum((2.0 - scores.astype(np.float64)) ** -self.alpha))
-        if undecodable:
-            counters["undecodable_text"] = undecodable
-        return MapResult(kept, rejected, counters)
+        reasons = [None if k else "quality" for k in keep.tolist()]
+        return Decisions(reasons, columns={"quality_score": pa.array(scores, type=pa.float32())}, counters=counters)
 
 
 def score_lines(record: dict[str, Any]) -> list[str]:

@@ -362,9 +362,9 @@ class QualityTrain(Stage):
     checks_ids: ClassVar[bool] = False
     required_columns: ClassVar[tuple[str, ...]] = ("id", "text", "source")
     pos: list[str] = param([], "Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
-                           metavar="DIR", multiple=True, required=True)  # fmt: skip
+                           metavar="DIR", multiple=True, required=True, record=False)  # fmt: skip  (recorded as inputs)
     neg: list[str] = param([], "Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",
-                           metavar="DIR", multiple=True, required=True)  # fmt: skip
+                           metavar="DIR", multiple=True, required=True, record=False)  # fmt: skip  (recorded as inputs)
     pos_sources: str | None = param(None, "Take positives only from these sources (comma-separated globs, e.g. "
                                     "'pile/Wikipedia,pile/OpenWebText2').", metavar="GLOBS")  # fmt: skip
     neg_sources: str | None = param(None, "Take negatives only from these sources (e.g. 'cc/*').", metavar="GLOBS")
@@ -397,12 +397,8 @@ class QualityTrain(Stage):
         )  # fmt: skip
         self.config.check()
 
-    def params(self) -> dict[str, Any]:
-        return {
-            "pos_sources": self.pos_sources,
-            "neg_sources": self.neg_sources,
-            "config": {k: getattr(self.config, k) for k in TrainConfig.__dataclass_fields__},
-        }
+    def derived_params(self) -> dict[str, Any]:
+        return {"threads": self.config.threads}  # resolved: the default is the machine's cores
 
     def inputs(self, common: Common) -> Inputs:
         if not self.pos or not self.neg:

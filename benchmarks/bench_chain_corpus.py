@@ -1,8 +1,8 @@
-"""A CommonCrawl-like WARC corpus of any size, deterministic from a seed (for ``benchmarks/chain.py``).
+"""A CommonCrawl-like WARC corpus of any size, deterministic from a seed (for ``benchmarks/bench_chain.py``).
 
-    .venv/bin/python benchmarks/chain_corpus.py --pages 10000 --seed 1 --out benchmarks/_work/corpus-10k
-    .venv/bin/python benchmarks/chain_corpus.py --pages 1000000 --seed 1 --out /data/corpus-1m --workers 2
-    .venv/bin/python benchmarks/chain_corpus.py --pages 200 --sources repo --out /tmp/c   # no network
+    .venv/bin/python benchmarks/bench_chain_corpus.py --pages 10000 --seed 1 --out benchmarks/_work/corpus-10k
+    .venv/bin/python benchmarks/bench_chain_corpus.py --pages 1000000 --seed 1 --out /data/corpus-1m --workers 2
+    .venv/bin/python benchmarks/bench_chain_corpus.py --pages 200 --sources repo --out /tmp/c   # no network
 
 Layout (what ``curate extract --in OUT`` and ``curate download cc`` expect)::
 
@@ -56,36 +56,32 @@ name and renamed when complete.
 
 from __future__ import annotations
 
+import argparse
+import base64
+import functools
+import gzip
+import hashlib
+import html as htmllib
+import io
+import json
+import math
+import multiprocessing
+import os
+import pickle
+import random
+import re
+import shutil
+import subprocess
 import sys
+import tarfile
+import time
+import uuid
+import zlib
+from collections import Counter
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 
-# benchmarks/tokenize.py would shadow the standard library's tokenize for a script run from here
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-
-import argparse  # noqa: E402
-import base64  # noqa: E402
-import functools  # noqa: E402
-import gzip  # noqa: E402
-import hashlib  # noqa: E402
-import html as htmllib  # noqa: E402
-import io  # noqa: E402
-import json  # noqa: E402
-import math  # noqa: E402
-import multiprocessing  # noqa: E402
-import os  # noqa: E402
-import pickle  # noqa: E402
-import random  # noqa: E402
-import re  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import tarfile  # noqa: E402
-import time  # noqa: E402
-import uuid  # noqa: E402
-import zlib  # noqa: E402
-from collections import Counter  # noqa: E402
-from datetime import UTC, date, datetime, timedelta  # noqa: E402
-
-import numpy as np  # noqa: E402
+import numpy as np
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_CACHE = ROOT / "benchmarks" / "_work" / "chain_sources"

@@ -41,8 +41,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import zstandard
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
+
+from curate.warc.writer import WarcWriter, http_head
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "cc"
@@ -362,15 +362,12 @@ def write_warc(path: Path, snapshot: str, items: list[dict], rng: random.Random,
     """One WARC file in CommonCrawl's layout; returns the manifest rows of its responses."""
     path.parent.mkdir(parents=True, exist_ok=True)
     buf = io.BytesIO()
-    w = WARCWriter(buf, gzip=True, warc_version="WARC/1.0")
+    w = WarcWriter(buf, version="WARC/1.0")  # warcio's layout and gzip level: the files warcio 1.8.1 wrote before
     when = start
     info = {"software": "curate sample_data/build_cc.py", "isPartOf": snapshot, "operator": "curate sample data",
             "description": "Miniature CommonCrawl segment for tests and the demo", "format": "WARC File Format 1.0"}  # fmt: skip
-    payload = "".join(f"{k}: {v}\r\n" for k, v in info.items()).encode()
     wi_id = record_id(rng)
-    w.write_record(w.create_warc_record("", "warcinfo", payload=io.BytesIO(payload), length=len(payload), warc_content_type="application/warc-fields",
-                                        warc_headers_dict={"WARC-Record-ID": wi_id, "WARC-Date": when.strftime("%Y-%m-%dT%H:%M:%SZ"),
-                                                           "WARC-Filename": path.name}))  # fmt: skip
+    w.warcinfo(wi_id, when.strftime("%Y-%m-%dT%H:%M:%SZ"), info, filename=path.name)
     rows = []
     for it in items:
         when += timedelta(seconds=rng.randint(1, 40))
@@ -378,20 +375,13 @@ def write_warc(path: Path, snapshot: str, items: list[dict], rng: random.Random,
         host = re.match(r"https?://([^/]+)", it["url"]).group(1)
         path_q = it["url"].split(host, 1)[1] or "/"
         req_id, resp_id, meta_id = record_id(rng), record_id(rng), record_id(rng)
-        req = StatusAndHeaders(f"GET {path_q} HTTP/1.1", [("User-Agent", "CCBot/2.0 (https://commoncrawl.org/faq/)"), ("Accept", "text/html"),
-                                                          ("Host", host)], is_http_request=True)  # fmt: skip
-        w.write_record(w.create_warc_record(it["url"], "request", http_headers=req,
-                                            warc_headers_dict={"WARC-Record-ID": req_id, "WARC-Date": date, "WARC-Warcinfo-ID": wi_id}))  # fmt: skip
+        req = http_head(f"GET {path_q} HTTP/1.1", [("User-Agent", "CCBot/2.0 (https://commoncrawl.org/faq/)"), ("Accept", "text/html"), ("Host", host)])
+        w.request(it["url"], req_id, date, req, fields=[("WARC-Warcinfo-ID", wi_id)])
         headers = [("Date", when.strftime("%a, %d %b %Y %H:%M:%S GMT")), ("Server", "nginx"), *it["headers"], ("Content-Length", str(len(it["body"])))]
-        resp = StatusAndHeaders(it["status"], headers, protocol="HTTP/1.1")
-        offset = buf.tell()
-        w.write_record(w.create_warc_record(it["url"], "response", payload=io.BytesIO(it["body"]), length=None, http_headers=resp,
-                                            warc_headers_dict={"WARC-Record-ID": resp_id, "WARC-Date": date, "WARC-Warcinfo-ID": wi_id,
-                                                               "WARC-Concurrent-To": req_id, "WARC-IP-Address": f"192.0.2.{rng.randint(1, 254)}"}))  # fmt: skip
+        offset = w.response(it["url"], resp_id, date, http_head(f"HTTP/1.1 {it['status']}", headers), it["body"],
+                            fields=[("WARC-Warcinfo-ID", wi_id), ("WARC-Concurrent-To", req_id), ("WARC-IP-Address", f"192.0.2.{rng.randint(1, 254)}")])  # fmt: skip
         meta = f"fetchTimeMs: {rng.randint(40, 2000)}\r\ncharset-detected: {'UTF-8'}\r\n".encode()
-        w.write_record(w.create_warc_record(it["url"], "metadata", payload=io.BytesIO(meta), length=len(meta), warc_content_type="application/warc-fields",
-                                            warc_headers_dict={"WARC-Record-ID": meta_id, "WARC-Date": date, "WARC-Warcinfo-ID": wi_id,
-                                                               "WARC-Concurrent-To": resp_id}))  # fmt: skip
+        w.metadata(it["url"], meta_id, date, meta, fields=[("WARC-Warcinfo-ID", wi_id), ("WARC-Concurrent-To", resp_id)])
         row = {k: v for k, v in it.items() if k not in ("body", "headers")}
         row.update(record_id=resp_id.strip("<>"), warc_offset=offset, http_bytes=len(it["body"]),
                    content_type=dict(it["headers"]).get("Content-Type"))  # fmt: skip

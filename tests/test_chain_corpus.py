@@ -1,4 +1,4 @@
-"""benchmarks/chain_corpus.py: a deterministic CommonCrawl-like WARC corpus that `curate extract` reads.
+"""benchmarks/bench_chain_corpus.py: a deterministic CommonCrawl-like WARC corpus that `curate extract` reads.
 
 Offline: the corpus is built from the repository's own texts (``--sources repo``: sample_data/ and
 tests/data/udhr.json), with the source cache in a temporary directory.
@@ -25,7 +25,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from tests.conftest import ROOT, SAMPLE
 
-SCRIPT = ROOT / "benchmarks" / "chain_corpus.py"
+SCRIPT = ROOT / "benchmarks" / "bench_chain_corpus.py"
 CURATE = Path(sys.executable).with_name("curate")
 PAGES = 200
 PER_FILE = 60  # 4 WARC files: 60 + 60 + 60 + 20 captures

@@ -3,26 +3,24 @@
 from __future__ import annotations
 
 import gzip
-import io
 import json
 import re
 import threading
 import time
-import uuid
 import zlib
 from pathlib import Path
 
 import pandas as pd
 import pytest
-from warcio.statusandheaders import StatusAndHeaders
-from warcio.warcwriter import WARCWriter
 
 from curate.dataset import read_success
 from curate.stages.extract import ExtractCrash, Sandbox, WarcReader, decode_html, looks_binary, source_for
+from curate.warc.writer import WarcWriter, http_head, record_id
 from tests.conftest import SAMPLE, prose
 
 CC = SAMPLE / "cc"
 needs_sample = pytest.mark.skipif(not (CC / "MANIFEST.json").exists(), reason="sample_data/cc not built")
+DATE = "2021-01-15T10:00:00Z"
 
 
 def article(i: int, words: int = 150) -> bytes:
@@ -33,25 +31,13 @@ def article(i: int, words: int = 150) -> bytes:
 def make_warc(path: Path, pages: list[dict]) -> Path:
     """A gzip-per-record WARC: request + response per page (page: url, body, status, ctype)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    buf = io.BytesIO()
-    w = WARCWriter(buf, gzip=True)
-    for i, p in enumerate(pages):
-        rid = f"<urn:uuid:{uuid.uuid5(uuid.NAMESPACE_URL, f'{path.name}/{i}')}>"  # unique across files, as the WARC spec asks
-        req = StatusAndHeaders("GET / HTTP/1.1", [("Host", "example.org")], is_http_request=True)
-        w.write_record(w.create_warc_record(p["url"], "request", http_headers=req, warc_headers_dict={"WARC-Date": "2021-01-15T10:00:00Z"}))
-        headers = [("Content-Type", p["ctype"])] if p.get("ctype") else []
-        resp = StatusAndHeaders(p.get("status", "200 OK"), headers, protocol="HTTP/1.1")
-        w.write_record(
-            w.create_warc_record(
-                p["url"],
-                "response",
-                payload=io.BytesIO(p["body"]),
-                length=None,
-                http_headers=resp,
-                warc_headers_dict={"WARC-Record-ID": rid, "WARC-Date": "2021-01-15T10:00:00Z"},
-            )  # fmt: skip
-        )
-    path.write_bytes(buf.getvalue())
+    with open(path, "wb") as fh:
+        w = WarcWriter(fh)
+        for i, p in enumerate(pages):
+            rid = record_id(f"{path.name}/{i}")  # unique across files, as the WARC spec asks
+            w.request(p["url"], record_id(f"{path.name}/{i}/request"), DATE, http_head("GET / HTTP/1.1", [("Host", "example.org")]))
+            head = http_head(f"HTTP/1.1 {p.get('status', '200 OK')}", [("Content-Type", p["ctype"])] if p.get("ctype") else [])
+            w.response(p["url"], rid, DATE, head, p["body"])
     return path
 
 

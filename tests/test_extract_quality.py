@@ -20,13 +20,18 @@ DEVSET = ROOT / "benchmarks" / "extract_devset"
 
 
 def _load(name: str, path: Path):
+    """A benchmark script as a module, its directory first on ``sys.path`` as when it runs (it imports ``_tables``)."""
     spec = importlib.util.spec_from_file_location(name, path)
     mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
+    sys.path.insert(0, str(path.parent))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(path.parent))
     return mod
 
 
-eq = _load("extract_quality", ROOT / "benchmarks" / "extract_quality.py")
+eq = _load("bench_extract_quality", ROOT / "benchmarks" / "bench_extract_quality.py")
 
 # --------------------------------------------------------------------------- the metric
 

@@ -15,40 +15,31 @@ with evaluation passages planted in about 2% of the documents. The outputs (piec
 document) are compared, then both are timed. ``--e2e`` also times the whole stage
 (``run_decontam``: index, count and cut passes with Parquet I/O, one worker).
 
-    .venv/bin/python benchmarks/decontam.py                      # 1e4, 1e6, 1e7 n-grams, 20 MB
-    .venv/bin/python benchmarks/decontam.py --sizes 1e4 --mb 1   # a quick check
+    .venv/bin/python benchmarks/bench_decontam.py                      # 1e4, 1e6, 1e7 n-grams, 20 MB
+    .venv/bin/python benchmarks/bench_decontam.py --sizes 1e4 --mb 1   # a quick check
 
 The table goes to docs/benchmarks/decontam.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
-import sys
-
-# benchmarks/ must not shadow standard modules (benchmarks/tokenize.py vs the stdlib tokenize).
-sys.path[:] = [p for p in sys.path if not p.rstrip("/").endswith("benchmarks")]
-sys.modules.pop("tokenize", None)
-
 import argparse
-import importlib.util
 import random
+import sys
 import tempfile
 import textwrap
 import time
 import tracemalloc
 from pathlib import Path
 
+import _tables as tables
 import numpy as np
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
+from curate.decontam import reference
+from curate.decontam.cut import cut_spans, find_matches, in_sorted
+from curate.decontam.index import Index, build_index
 
-from curate.decontam import reference  # noqa: E402
-from curate.decontam.cut import cut_spans, find_matches, in_sorted  # noqa: E402
-from curate.decontam.index import Index, build_index  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 N, MIN_N, CUT, MIN_PIECE, MAX_PIECES = 13, 8, 200, 200, 10
 EVAL_WORDS = 100

@@ -10,36 +10,28 @@ helper process), to show what the limit costs. ``--nested DEPTH`` times each ext
 one page of DEPTH nested ``<div><span>`` elements: the page that shows why the limit is a
 helper process (native code holding the GIL) and not a signal.
 
-    .venv/bin/python benchmarks/extract.py                          # sample_data/cc, every page once
-    .venv/bin/python benchmarks/extract.py --in data/cc --max-pages 5000
-    .venv/bin/python benchmarks/extract.py --repeat 5 --stage --nested 30000   # the docs' table
+    .venv/bin/python benchmarks/bench_extract.py                          # sample_data/cc, every page once
+    .venv/bin/python benchmarks/bench_extract.py --in data/cc --max-pages 5000
+    .venv/bin/python benchmarks/bench_extract.py --repeat 5 --stage --nested 30000   # the docs' table
 
 The tables go to docs/benchmarks/extract.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
+import argparse
+import shutil
 import sys
+import tempfile
+import time
 from pathlib import Path
 
-# benchmarks/tokenize.py would shadow the standard library's tokenize for a script run from here
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import _tables as tables
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import shutil  # noqa: E402
-import tempfile  # noqa: E402
-import time  # noqa: E402
+from curate.stages.extract import WarcReader, decode_html, find_warc_files, looks_binary
+from curate.stages.extractors import EXTRACTORS, extractor_function
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from curate.stages.extract import WarcReader, decode_html, find_warc_files, looks_binary  # noqa: E402
-from curate.stages.extractors import EXTRACTORS, extractor_function  # noqa: E402
-
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 
 def load_pages(inputs: list[str], max_pages: int | None, max_bytes: int) -> tuple[list[str], int]:

@@ -24,9 +24,9 @@ with the machine, the date and the command.
 datatrove runs in its own environment, benchmarks/.env (see benchmarks/requirements.txt),
 started by this script as a subprocess (``--peer``). One command sets it up and runs:
 
-    .venv/bin/python benchmarks/filters.py --setup              # creates benchmarks/.env once
-    .venv/bin/python benchmarks/filters.py --size 500           # a quick check
-    .venv/bin/python benchmarks/filters.py --in out/sample/clean --in out/sample/cc_extract
+    .venv/bin/python benchmarks/bench_filters.py --setup              # creates benchmarks/.env once
+    .venv/bin/python benchmarks/bench_filters.py --size 500           # a quick check
+    .venv/bin/python benchmarks/bench_filters.py --in out/sample/clean --in out/sample/cc_extract
 
 Documents: the Pile-style sample (sample_data/pile, real prose and code) by default, or the
 curate dataset directories given with --in; --size N takes the first N (cycling if needed).
@@ -35,24 +35,20 @@ curate dataset directories given with --in; --size N takes the first N (cycling 
 
 from __future__ import annotations
 
+import argparse
+import collections
+import datetime
+import hashlib
+import json
+import os
+import platform
+import shlex
+import subprocess
 import sys
+import time
+from pathlib import Path
 
-# benchmarks/ must not shadow standard modules (benchmarks/tokenize.py vs the stdlib tokenize).
-sys.path[:] = [p for p in sys.path if not p.rstrip("/").endswith("benchmarks")]
-sys.modules.pop("tokenize", None)
-
-import argparse  # noqa: E402
-import collections  # noqa: E402
-import datetime  # noqa: E402
-import hashlib  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import shlex  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import _tables as tables
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / "_work"
@@ -206,9 +202,6 @@ def time_curate(docs: list[dict], repeat: int = 1) -> dict[str, dict]:
     return result
 
 
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 cpu_model = tables.cpu_model
 
 
@@ -260,8 +253,7 @@ def main() -> None:
     if args.setup:
         setup_env()
     if not (ENV / "bin" / "python").exists():
-        sys.exit(f"{ENV} is missing: run `.venv/bin/python benchmarks/filters.py --setup` once")
-    sys.path.insert(0, str(ROOT))
+        sys.exit(f"{ENV} is missing: run `.venv/bin/python benchmarks/bench_filters.py --setup` once")
     docs = load_documents(args.inputs, args.size)
     WORK.mkdir(parents=True, exist_ok=True)
     docs_path, peer_out = WORK / "filters_docs.jsonl", WORK / "filters_datatrove.json"
@@ -318,7 +310,7 @@ def main() -> None:
     out.write_text(json.dumps(report, indent=1, ensure_ascii=False))
     print(f"every disagreement, with examples: {out}")
     if not args.no_doc:
-        command = shlex.join([".venv/bin/python", "benchmarks/filters.py", *sys.argv[1:]])
+        command = shlex.join([".venv/bin/python", "benchmarks/bench_filters.py", *sys.argv[1:]])
         DOC.parent.mkdir(parents=True, exist_ok=True)
         DOC.write_text(
             "# Heuristic filters and language ID: curate against datatrove\n\n"

@@ -4,33 +4,25 @@ Both run on the same documents in one process on one core. Agreement counts docu
 repaired text is identical; the documents where they differ are printed (they show what the
 pre-check skips: ftfy's other fixes on text with no mojibake pattern).
 
-    .venv/bin/python benchmarks/clean.py                         # the Pile sample + the CommonCrawl sample extract
-    .venv/bin/python benchmarks/clean.py --in out/sample/pile --in out/sample/cc_extract --repeat 3
+    .venv/bin/python benchmarks/bench_clean.py                         # the Pile sample + the CommonCrawl sample extract
+    .venv/bin/python benchmarks/bench_clean.py --in out/sample/pile --in out/sample/cc_extract --repeat 3
 
 The table goes to docs/benchmarks/clean.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# benchmarks/tokenize.py would shadow the standard library's tokenize module
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import argparse
-import importlib.util
 import json
+import sys
 import tempfile
 import time
+from pathlib import Path
 
+import _tables as tables
 import ftfy
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 
 def load_texts(inputs: list[str]) -> list[str]:

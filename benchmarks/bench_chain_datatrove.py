@@ -1,11 +1,11 @@
-"""The datatrove side of ``benchmarks/chain.py``: WARC files to GPT-2 tokens with datatrove 0.10.1.
+"""The datatrove side of ``benchmarks/bench_chain.py``: WARC files to GPT-2 tokens with datatrove 0.10.1.
 
 Run by the peer environment's python (``benchmarks/.env``, see benchmarks/requirements.txt), one
-process per stage, as chain.py times them::
+process per stage, as bench_chain.py times them::
 
-    benchmarks/.env/bin/python benchmarks/chain_datatrove.py --stage extract_filter --corpus DIR --work DIR
-    benchmarks/.env/bin/python benchmarks/chain_datatrove.py --stage minhash --work DIR
-    benchmarks/.env/bin/python benchmarks/chain_datatrove.py --stage tokenize --work DIR
+    benchmarks/.env/bin/python benchmarks/bench_chain_datatrove.py --stage extract_filter --corpus DIR --work DIR
+    benchmarks/.env/bin/python benchmarks/bench_chain_datatrove.py --stage minhash --work DIR
+    benchmarks/.env/bin/python benchmarks/bench_chain_datatrove.py --stage tokenize --work DIR
 
 Stages (each a ``LocalPipelineExecutor`` with ``workers=1``; one task, except MinHash's bucket
 step, which datatrove runs as one task per bucket: 9 tasks, one after the other):
@@ -28,23 +28,17 @@ files (``encoder.json``, ``vocab.bpe``) with the ``tokenizers`` library (datatro
 ``gpt2`` from the hub).
 
 Two tiny pass-through steps record the ids that leave the extractor and the language filter (for the
-agreement figures of chain.py; a list append per document). Each stage writes ``WORK/<stage>.json``:
+agreement figures of bench_chain.py; a list append per document). Each stage writes ``WORK/<stage>.json``:
 datatrove's own stats per step (documents in and out, seconds) and the number of tokens.
 """
 
 from __future__ import annotations
 
-import sys
+import argparse
+import json
+import shutil
+import time
 from pathlib import Path
-
-# benchmarks/tokenize.py must not shadow the standard library's tokenize
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.modules.pop("tokenize", None)
-
-import argparse  # noqa: E402
-import json  # noqa: E402
-import shutil  # noqa: E402
-import time  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RESOURCES = ROOT / "curate" / "resources"

@@ -20,43 +20,32 @@ IPv6) and planted URLs; --size N takes the first N documents (cycling).
 datatrove runs in its own environment (benchmarks/.env, see benchmarks/requirements.txt; or
 --peer-python), started by this script as a subprocess::
 
-    .venv/bin/python benchmarks/pii.py --size 300 --no-write                 # a quick check
-    .venv/bin/python benchmarks/pii.py --urlfilter --repeat 3                 # docs/benchmarks/pii.md
+    .venv/bin/python benchmarks/bench_pii.py --size 300 --no-write                 # a quick check
+    .venv/bin/python benchmarks/bench_pii.py --urlfilter --repeat 3                 # docs/benchmarks/pii.md
 
 The table goes to docs/benchmarks/pii.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import random
+import re
+import subprocess
 import sys
+import tarfile
+import time
 from pathlib import Path
 
-# benchmarks/tokenize.py would shadow the standard library's tokenize module
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.modules.pop("tokenize", None)
-
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import re  # noqa: E402
-import subprocess  # noqa: E402
-import tarfile  # noqa: E402
-import time  # noqa: E402
+import _tables as tables
 
 ROOT = Path(__file__).resolve().parents[1]
 ENV = ROOT / "benchmarks" / ".env"
 WORK = ROOT / "benchmarks" / "_work" / "pii"
 EMAIL_MARK, IP_MARK = "\ue000", "\ue001"  # placeholders no text holds: the replaced spans can be read back
 BATCH = 1024
-
-
-def load_tables():
-    spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
 
 
 # --------------------------------------------------------------------------- planted documents
@@ -254,7 +243,6 @@ def main() -> None:
     ap.add_argument("--peer-python", default=str(ENV / "bin" / "python"), help="the Python of the environment with datatrove")
     ap.add_argument("--work", default=str(WORK))
     ap.add_argument("--peer", nargs=4, metavar=("DOCS", "OUT", "UT1", "REPEAT"), help=argparse.SUPPRESS)
-    tables = load_tables()
     tables.add_write_option(ap)
     args = ap.parse_args()
     if args.peer:
@@ -263,7 +251,6 @@ def main() -> None:
     peer = Path(args.peer_python)
     if not peer.exists():
         sys.exit(f"{peer} is missing: python3 -m venv benchmarks/.env && benchmarks/.env/bin/pip install -r benchmarks/requirements.txt")
-    sys.path.insert(0, str(ROOT))
     work = Path(args.work)
     work.mkdir(parents=True, exist_ok=True)
     docs = load_documents(args.inputs or sample_inputs(work), args.size, args.planted)

@@ -21,33 +21,29 @@ Speed: one core, in this process, over the same list of decoded HTML strings; th
 extractors are alternated (the order rotates every round) and each one's best round of
 ``--repeat`` is kept, so background load on a shared machine costs as little as possible.
 
-    .venv/bin/python benchmarks/extract_quality.py                       # dev split, all extractors
-    .venv/bin/python benchmarks/extract_quality.py --split dev,heldout --repeat 3
-    .venv/bin/python benchmarks/extract_quality.py --extractors resiliparse,fast --by-template
+    .venv/bin/python benchmarks/bench_extract_quality.py                       # dev split, all extractors
+    .venv/bin/python benchmarks/bench_extract_quality.py --split dev,heldout --repeat 3
+    .venv/bin/python benchmarks/bench_extract_quality.py --extractors resiliparse,fast --by-template
 """
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import gzip
+import platform
+import re
+import shlex
 import sys
+import time
+from collections import Counter
 from pathlib import Path
 
-# benchmarks/tokenize.py would shadow the standard library's tokenize for a script run from here
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
+import _tables as tables
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import gzip  # noqa: E402
-import importlib.util  # noqa: E402
-import platform  # noqa: E402
-import re  # noqa: E402
-import shlex  # noqa: E402
-import time  # noqa: E402
-from collections import Counter  # noqa: E402
+from curate.stages.extractors import EXTRACTORS, extractor_function
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from curate.stages.extractors import EXTRACTORS, extractor_function  # noqa: E402
 
 DEVSET = ROOT / "benchmarks" / "extract_devset"
 OUT_MD = ROOT / "docs" / "benchmarks" / "extract_quality.md"
@@ -170,9 +166,6 @@ def measure(names: list[str], pages: list[dict], repeat: int) -> dict[str, dict]
 # --------------------------------------------------------------------------- report
 
 
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 cpu_model = tables.cpu_model
 
 
@@ -235,7 +228,7 @@ def main(argv: list[str] | None = None) -> None:
         print("\n".join(lines) + "\n", flush=True)
         sections.append("\n".join(lines))
     if str(args.md) != "-":
-        cmd = ".venv/bin/python benchmarks/extract_quality.py " + " ".join(
+        cmd = ".venv/bin/python benchmarks/bench_extract_quality.py " + " ".join(
             shlex.quote(a) for a in (argv if argv is not None else sys.argv[1:])
         )
         md = [
@@ -248,7 +241,7 @@ def main(argv: list[str] | None = None) -> None:
             "main element as ground truth, and article pages assembled from real text in twelve site templates;",
             "`heldout` holds three templates never used while tuning plus a hash-chosen 22% of the rest).",
             "Metric: 4-token shingles as in ScrapingHub's article-extraction-benchmark (see the docstring of",
-            "`benchmarks/extract_quality.py`): P = mean precision over non-empty outputs, R = mean recall,",
+            "`benchmarks/bench_extract_quality.py`): P = mean precision over non-empty outputs, R = mean recall,",
             "F1 = 2PR/(P+R); F1/page = mean per-page F1 (empty output = 0); junk = share of all output shingles",
             "not in the ground truth; empty = pages with no output. `resiliparse` is `--extractor resiliparse`",
             "(`main_content=True`), `resiliparse-nocomments` the same with `comments=False`, `fast` curate's",

@@ -12,38 +12,29 @@ All rows tokenize the same text with GPT-2 BPE:
 MB are UTF-8 bytes of text. Goals: 1 worker within 80% of plain tiktoken on 1 thread;
 2 workers faster than plain tiktoken on 1 thread.
 
-    .venv/bin/python benchmarks/tokenize.py --size 100        # the measurement (lead)
-    .venv/bin/python benchmarks/tokenize.py --size 2          # does it run
+    .venv/bin/python benchmarks/bench_tokenize.py --size 100        # the measurement (lead)
+    .venv/bin/python benchmarks/bench_tokenize.py --size 2          # does it run
 
 The table goes to docs/benchmarks/tokenize.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import os
+import random
+import shutil
+import subprocess
 import sys
+import time
 from pathlib import Path
 
-# Run as a script, this file's directory comes first on sys.path, and its name would shadow the
-# standard library's `tokenize` module (which pandas and linecache import): drop that entry.
-_HERE = Path(__file__).resolve().parent
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
+import _tables as tables
 
-import argparse  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import random  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import time  # noqa: E402
-
-ROOT = _HERE.parent
-sys.path.insert(0, str(ROOT))
+ROOT = Path(__file__).resolve().parents[1]
 BIN = Path(sys.executable).parent
 CHUNK = 2048  # documents per encode call for the in-memory rows (keeps the Python token lists small)
-_spec = importlib.util.spec_from_file_location("_tables", _HERE / "_tables.py")
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 
 def source_texts() -> tuple[list[str], str]:

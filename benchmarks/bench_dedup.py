@@ -7,10 +7,10 @@ Jaccard of every within-family pair, and scores each method's clusters against t
 (docs/design.md). Each method runs in its own process, so its peak
 memory (max RSS) and wall time are its own; all run on one core.
 
-    .venv/bin/python benchmarks/dedup.py                      # 20k docs, quality and speed table
-    .venv/bin/python benchmarks/dedup.py --docs 100000 --methods curate-exact,datasketch
-    .venv/bin/python benchmarks/dedup.py --docs 100000 --memory 100000,200000   # the docs' tables
-    .venv/bin/python benchmarks/dedup.py --methods '' --memory 100000,200000    # curate's peak memory only
+    .venv/bin/python benchmarks/bench_dedup.py                      # 20k docs, quality and speed table
+    .venv/bin/python benchmarks/bench_dedup.py --docs 100000 --methods curate-exact,datasketch
+    .venv/bin/python benchmarks/bench_dedup.py --docs 100000 --memory 100000,200000   # the docs' tables
+    .venv/bin/python benchmarks/bench_dedup.py --methods '' --memory 100000,200000    # curate's peak memory only
 
 The tables (side by side, where curate's time goes, peak memory as the corpus grows) go to
 docs/benchmarks/dedup.md (``--no-write``: print only).
@@ -18,34 +18,25 @@ docs/benchmarks/dedup.md (``--no-write``: print only).
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# benchmarks/tokenize.py would shadow the standard library's tokenize module: keep this
-# directory off the import path, and the project root on it.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import argparse
-import importlib.util
 import json
 import os
 import random
 import re
 import resource
 import subprocess
+import sys
 import tempfile
 import time
 from collections import Counter
+from pathlib import Path
 
+import _tables as tables
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 ROOT = Path(__file__).resolve().parents[1]
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 THRESHOLD = 0.8
 NUM_PERM = 128

@@ -14,7 +14,7 @@ What a user runs, stage by stage, each stage its own process, timed whole (start
   (gopher_repetition, gopher_quality, c4, fineweb) with datatrove's definitions and C4's
   terminal-punctuation line rule off (the ``fineweb`` preset where curate has presets; else the
   threshold override ``c4: {terminal_punct: false}``).
-* datatrove, by ``benchmarks/chain_datatrove.py`` in the peer environment ``benchmarks/.env``
+* datatrove, by ``benchmarks/bench_chain_datatrove.py`` in the peer environment ``benchmarks/.env``
   (three processes: WarcReader -> resiliparse -> LanguageFilter(en, 0.65) -> GopherRepetition ->
   GopherQuality -> C4QualityFilter(filter_no_terminal_punct=False) -> FineWebQuality -> Parquet;
   MinHash 9 buckets x 13 hashes (signatures, buckets, cluster, filter); DocumentTokenizer GPT-2;
@@ -27,12 +27,12 @@ peak PSS of the whole process tree (sampled every 0.1 s), tokens out, and the sh
 sides keep after each comparable stage (by WARC-Record-ID: intersection / union). The table goes to
 ``docs/benchmarks/chain.md`` with the machine, date, command, corpus and versions.
 
-    .venv/bin/python benchmarks/chain.py --pages 2000 --repeat 1 --no-write      # a quick check
-    .venv/bin/python benchmarks/chain.py --pages 10000 --repeat 2                  # docs/benchmarks/chain.md
-    .venv/bin/python benchmarks/chain.py --scale 10000,100000,1000000 --only curate   # docs/benchmarks/chain_scale.md
-    .venv/bin/python benchmarks/chain.py --from-results benchmarks/_work/chain/results-10000.json --cluster-cores 1024
+    .venv/bin/python benchmarks/bench_chain.py --pages 2000 --repeat 1 --no-write      # a quick check
+    .venv/bin/python benchmarks/bench_chain.py --pages 10000 --repeat 2                  # docs/benchmarks/chain.md
+    .venv/bin/python benchmarks/bench_chain.py --scale 10000,100000,1000000 --only curate   # docs/benchmarks/chain_scale.md
+    .venv/bin/python benchmarks/bench_chain.py --from-results benchmarks/_work/chain/results-10000.json --cluster-cores 1024
 
-Corpora come from ``benchmarks/chain_corpus.py`` (cached under ``benchmarks/_work/chain/corpus-<pages>-s<seed>``)
+Corpora come from ``benchmarks/bench_chain_corpus.py`` (cached under ``benchmarks/_work/chain/corpus-<pages>-s<seed>``)
 or ``--corpus DIR``. ``--scale`` runs the chain at each size (curate only with ``--only curate``) and writes
 throughput and peak memory per stage at each size, and the memory each stage adds per document.
 
@@ -44,24 +44,20 @@ as options and named in the table. ``--from-results`` redoes only the report fro
 
 from __future__ import annotations
 
+import argparse
+import datetime
+import json
+import os
+import platform
+import shlex
+import shutil
+import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
-# benchmarks/tokenize.py must not shadow the standard library's tokenize
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.modules.pop("tokenize", None)
-
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import importlib.util  # noqa: E402
-import json  # noqa: E402
-import os  # noqa: E402
-import platform  # noqa: E402
-import shlex  # noqa: E402
-import shutil  # noqa: E402
-import subprocess  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
+import _tables as tables
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks"
@@ -79,17 +75,12 @@ PEER_DISTS = ["datatrove", "resiliparse", "warcio", "faust-cchardet", "python-ma
               "fasttext-numpy2-wheel", "pyarrow"]  # fmt: skip
 #: what one stage run writes, per byte of WARC input (measured at 2,000 pages: curate 0.8, datatrove 0.5), with margin
 OUTPUT_PER_WARC_BYTE = 1.5
-WARC_BYTES_PER_PAGE = 7_100  # chain_corpus.py: 70.6 MB per 10k pages (used before a corpus exists)
+WARC_BYTES_PER_PAGE = 7_100  # bench_chain_corpus.py: 70.6 MB per 10k pages (used before a corpus exists)
 
 # projection defaults (assumptions, named in every table)
 SNAPSHOTS = "CC-MAIN-2020-50=80000,CC-MAIN-2021-04=80000"
 PAGES_PER_WARC = 42_500
 GB_PER_WARC = 1.0
-
-
-_spec = importlib.util.spec_from_file_location("_tables", BENCH / "_tables.py")
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 
 class ChainError(SystemExit):
@@ -238,8 +229,8 @@ def ensure_corpus(work: Path, pages: int, seed: int, workers: int) -> Path:
     out = corpus_dir(work, pages, seed)
     if (out / "manifest.json").exists():
         return out
-    say(f"chain: building a {pages:,}-page corpus in {out} (benchmarks/chain_corpus.py, cached for later runs)")
-    argv = [sys.executable, str(BENCH / "chain_corpus.py"), "--pages", str(pages), "--seed", str(seed), "--out", str(out),
+    say(f"chain: building a {pages:,}-page corpus in {out} (benchmarks/bench_chain_corpus.py, cached for later runs)")
+    argv = [sys.executable, str(BENCH / "bench_chain_corpus.py"), "--pages", str(pages), "--seed", str(seed), "--out", str(out),
             "--workers", str(workers), "--overwrite"]  # fmt: skip
     r = subprocess.run(argv, cwd=ROOT)
     if r.returncode != 0:
@@ -256,11 +247,11 @@ def filter_config(path: Path) -> dict:
 
     rules = ["gopher_repetition", "gopher_quality", "c4", "fineweb"]
     if "fineweb" in PRESETS:  # datatrove's definitions, C4's terminal-punctuation line rule off
-        text = ("# written by benchmarks/chain.py: datatrove 0.10.1's filters as FineWeb ran them\n"
+        text = ("# written by benchmarks/bench_chain.py: datatrove 0.10.1's filters as FineWeb ran them\n"
                 f"preset: fineweb\ndefault: [{', '.join(rules)}]\nsources: {{}}\n")  # fmt: skip
         how = "preset fineweb"
     else:
-        text = ("# written by benchmarks/chain.py: C4 without the terminal-punctuation rule\n"
+        text = ("# written by benchmarks/bench_chain.py: C4 without the terminal-punctuation rule\n"
                 f"default: [{', '.join(rules)}]\nsources: {{}}\nthresholds:\n  c4: {{terminal_punct: false}}\n")  # fmt: skip
         how = "thresholds c4.terminal_punct: false"
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -338,7 +329,7 @@ def wait_for_peer_setup(limit: float = 1800) -> None:
 
 
 def setup_peer() -> None:
-    """Create benchmarks/.env if missing and install benchmarks/requirements.txt (as benchmarks/filters.py --setup does)."""
+    """Create benchmarks/.env if missing and install benchmarks/requirements.txt (as benchmarks/bench_filters.py --setup does)."""
     if not PEER_PY.exists():
         say(f"chain: creating {ENV} ...")
         subprocess.run([sys.executable, "-m", "venv", str(ENV)], check=True)
@@ -366,7 +357,7 @@ def _step(steps: list[dict], *needles: str) -> dict:
 def run_datatrove(corpus: Path, run: Path, env: dict[str, str]) -> dict:
     shutil.rmtree(run, ignore_errors=True)
     run.mkdir(parents=True)
-    script = str(BENCH / "chain_datatrove.py")
+    script = str(BENCH / "bench_chain_datatrove.py")
     prep = subprocess.run([str(PEER_PY), script, "--stage", "prepare", "--work", str(run)], capture_output=True, text=True, env=env)
     if prep.returncode != 0:
         raise ChainError(f"chain: datatrove preparation failed:\n{prep.stderr[-2000:]}")
@@ -511,7 +502,7 @@ def corpus_line(c: dict) -> str:
     extra = ""
     if c.get("html_200"):
         extra = f"; {c['html_200']:,} HTML pages with status 200, {c['english_share_html']:.0%} of them English"
-    src = f"benchmarks/chain_corpus.py, seed {c['seed']}" if c.get("generator") else c["path"]
+    src = f"benchmarks/bench_chain_corpus.py, seed {c['seed']}" if c.get("generator") else c["path"]
     return f"{pages} in {c['files']} WARC file(s), {c['warc_bytes'] / 1e6:,.1f} MB of WARC.gz ({src}{extra})"
 
 
@@ -812,7 +803,7 @@ def run_rounds(corpus: Path, work: Path, label: str, sides: list[str], repeat: i
 def meta(args: argparse.Namespace, sides: list[str]) -> dict:
     return {
         "date": datetime.date.today().isoformat(),
-        "command": " ".join([".venv/bin/python", "benchmarks/chain.py", *(shlex.quote(a) for a in sys.argv[1:])]),
+        "command": " ".join([".venv/bin/python", "benchmarks/bench_chain.py", *(shlex.quote(a) for a in sys.argv[1:])]),
         "argv": sys.argv[1:],
         "cpu": f"{tables.cpu_model()} ({os.cpu_count()} cores)",
         "python": platform.python_version(),
@@ -828,7 +819,7 @@ def measured(m: dict, args: argparse.Namespace) -> str:
     if not getattr(args, "from_results", None):
         return ""
     return (f"Figures measured on {m['date']} by `{m['command']}` on {m['cpu']}; this page re-rendered from "
-            f"{args.from_results} by `{' '.join(['.venv/bin/python', 'benchmarks/chain.py', *map(shlex.quote, sys.argv[1:])])}` "
+            f"{args.from_results} by `{' '.join(['.venv/bin/python', 'benchmarks/bench_chain.py', *map(shlex.quote, sys.argv[1:])])}` "
             "(projection options as given there). ")  # fmt: skip
 
 
@@ -858,7 +849,7 @@ def render(res: dict, args: argparse.Namespace) -> tuple[str, str, str, str]:
             f"extraction, fastText lid.176 English >= 0.65, Gopher repetition and quality, C4 without the terminal-punctuation "
             f"line rule, FineWeb (datatrove's definitions; curate: filter config {cfg}), MinHash 5-grams 9 bands x 13 rows, "
             "GPT-2 tokens (curate: Megatron .bin/.idx; datatrove: its own .ds format, unshuffled). Commands and datatrove's "
-            "pipeline: the docstrings of benchmarks/chain.py and benchmarks/chain_datatrove.py.")  # fmt: skip
+            "pipeline: the docstrings of benchmarks/bench_chain.py and benchmarks/bench_chain_datatrove.py.")  # fmt: skip
     if res["corpus"].get("pages") and res["corpus"]["pages"] < 10_000:
         note = "**Development run at a small size**: the published table is the 10,000-page run.\n\n" + note
     body, _ = side_by_side(res)
@@ -909,7 +900,6 @@ def main(argv: list[str] | None = None) -> None:
     tables.add_write_option(ap)
     args = ap.parse_args(argv)
     args.work = args.work.resolve()
-    sys.path.insert(0, str(ROOT))
 
     if args.from_results:
         res = json.loads(args.from_results.read_text())

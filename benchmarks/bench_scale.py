@@ -18,41 +18,31 @@ megabytes of text, in shards of --shard-docs documents. Replicas keep their text
 dedup sees every document --mb / 11 times: clusters of that size (a heavy-duplication
 workload; the stage's cost is dominated by signatures and the removal pass either way).
 
-    .venv/bin/python benchmarks/scale.py                  # 40 MB, the table
-    .venv/bin/python benchmarks/scale.py --mb 1 --shard-docs 50 --noop 20   # a quick check (the sample once, 11 MB)
+    .venv/bin/python benchmarks/bench_scale.py                  # 40 MB, the table
+    .venv/bin/python benchmarks/bench_scale.py --mb 1 --shard-docs 50 --noop 20   # a quick check (the sample once, 11 MB)
 
 The tables go to docs/benchmarks/scale.md (``--no-write``: print only).
 """
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
-# benchmarks/tokenize.py would shadow the standard library's tokenize module: keep this
-# directory off the import path, and the project root on it.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != Path(__file__).resolve().parent]
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
 import argparse
 import hashlib
-import importlib.util
 import json
 import os
 import shutil
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import _tables as tables
 import pyarrow as pa
 import pyarrow.compute as pc
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "benchmarks" / "_work" / "scale"
 SAMPLE = ROOT / "sample_data" / "pile"
-_spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
-tables = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(tables)
 
 
 def _noop(x: int) -> int:

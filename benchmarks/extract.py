@@ -34,8 +34,10 @@ import time  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.stages.extract import WarcReader, decode_html, find_warc_files, looks_binary  # noqa: E402
+from curate.stages.extract import find_warc_files  # noqa: E402
 from curate.stages.extractors import EXTRACTORS, extractor_function  # noqa: E402
+from curate.warc.charset import decode_html, looks_binary  # noqa: E402
+from curate.warc.records import WarcReader  # noqa: E402
 
 _spec = importlib.util.spec_from_file_location("_tables", Path(__file__).with_name("_tables.py"))
 tables = importlib.util.module_from_spec(_spec)

@@ -18,7 +18,9 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from curate.dataset import read_success
-from curate.stages.extract import ExtractCrash, Sandbox, WarcReader, decode_html, looks_binary, source_for
+from curate.stages.extract import ExtractCrash, Sandbox, source_for
+from curate.warc.charset import decode_html, looks_binary
+from curate.warc.records import WarcReader
 from tests.conftest import SAMPLE, prose
 
 CC = SAMPLE / "cc"

@@ -236,8 +236,8 @@ html_nodes = st.recursive(
 
 def check_html(html: str, body: bytes | None = None, charset: str | None = None) -> None:
     """Decoding and the three extractors on arbitrary markup: a string out, never an exception."""
-    from curate.stages.extract import decode_html, looks_binary
     from curate.stages.extractors import EXTRACTORS, extractor_function
+    from curate.warc.charset import decode_html, looks_binary
 
     raw = body if body is not None else html.encode("utf-8", "surrogatepass")
     looks_binary(raw)

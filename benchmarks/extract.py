@@ -34,8 +34,8 @@ import time  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.stages.extract import find_warc_files  # noqa: E402
-from curate.stages.extractors import EXTRACTORS, extractor_function  # noqa: E402
+from curate.stages.extract.extract_stage import EXTRACTORS, find_warc_files  # noqa: E402
+from curate.stages.extract.extractors import extractor_function  # noqa: E402
 from curate.warc.charset import decode_html, looks_binary  # noqa: E402
 from curate.warc.records import WarcReader  # noqa: E402
 
@@ -94,7 +94,7 @@ def time_nested(name: str, depth: int) -> tuple[float, str]:
 def time_stage(inputs: list[str], timeout: float, extractor: str = "resiliparse") -> tuple[float, dict]:
     from curate.executor import LocalExecutor
     from curate.runtime import run
-    from curate.stages.extract import ExtractStage
+    from curate.stages.extract.extract_stage import ExtractStage
 
     out = Path(tempfile.mkdtemp(prefix="curate-bench-extract-"))
     try:

@@ -47,7 +47,8 @@ from collections import Counter  # noqa: E402
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from curate.stages.extractors import EXTRACTORS, extractor_function  # noqa: E402
+from curate.stages.extract.extract_stage import EXTRACTORS  # noqa: E402
+from curate.stages.extract.extractors import extractor_function  # noqa: E402
 
 DEVSET = ROOT / "benchmarks" / "extract_devset"
 OUT_MD = ROOT / "docs" / "benchmarks" / "extract_quality.md"

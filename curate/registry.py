@@ -188,7 +188,7 @@ def builtin_modules(packages: tuple[str, ...]) -> list[str]:
 STAGE_PACKAGES = ("curate.stages", "curate.dedup", "curate.decontam")
 
 stages = Registry("stage", STAGE_PACKAGES)
-extractors = Registry("extractor", ("curate.stages",))
+extractors = Registry("extractor", ("curate.stages.extract",))
 rule_sets = Registry("rule_set", ("curate.stages.filters",))
 formats = Registry("format", ("curate.formats",))
 

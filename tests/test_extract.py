@@ -18,7 +18,8 @@ from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
 from curate.dataset import read_success
-from curate.stages.extract import ExtractCrash, Sandbox, source_for
+from curate.stages.extract.extract_stage import source_for
+from curate.stages.extract.sandbox import ExtractCrash, Sandbox
 from curate.warc.charset import decode_html, looks_binary
 from curate.warc.records import WarcReader
 from tests.conftest import SAMPLE, prose
@@ -245,7 +246,7 @@ def test_sandbox_crash_is_counted_not_fatal():
 def test_sandbox_streams_a_group_and_times_each_page():
     """A group of pages goes to the helper as one stream; the slow page in the middle times out on its
     own limit (not the group's), and the pages after it are sent again to a new helper and answered."""
-    from curate.stages.extract import ExtractTimeout
+    from curate.stages.extract.sandbox import ExtractTimeout
 
     box = Sandbox("resiliparse")
     nested = "<html><body>" + "<div><span>" * 12000 + "deep " * 500 + "</span></div>" * 12000 + "</body></html>"

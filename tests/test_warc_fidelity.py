@@ -27,7 +27,7 @@ from warcio.archiveiterator import ArchiveIterator
 
 from curate.dataset import read_success
 from curate.stages.clean import CleanStage
-from curate.stages.extract import ExtractStage
+from curate.stages.extract.extract_stage import ExtractStage
 from curate.warc import members as extract_module
 from curate.warc.charset import decode_html
 from curate.warc.http import dechunk, decode_payload, parse_http_head

@@ -1,19 +1,15 @@
 """HTML pages in WARC (and ARC) files to main-content text documents (the ``extract`` stage).
 
-One WARC file becomes one output shard. Records are read with FastWARC; the HTTP response
-in a ``response`` record is parsed here (status line and headers, lines ending in CRLF or,
-as in ClueWeb09, a bare LF); responses with HTTP 200 and an HTML content type have their
-transfer and content codings undone (``chunked``; ``gzip``, ``deflate``, ``br`` when the
-brotli module is there, ``zstd``: wget, Heritrix, Webrecorder and browsertrix store bodies as
-sent, CommonCrawl decoded), are decoded (BOM, then the HTTP charset, a ``<meta>`` charset,
-then strict UTF-8, then uchardet's guess; strict decoding, so a wrong declaration falls
-through to the next), their main content is extracted (resiliparse by default, or
-trafilatura, or jusText with the English stoplist), Unicode is repaired with the clean
-stage's ``clean_text``, and the document gets ``source`` ``cc/<snapshot>``, the URL (wget's
-``<...>`` around it removed), the WARC-Record-ID as ``id`` and the WARC date and content type
-in ``meta``. ARC files (``.arc``, ``.arc.gz``: the Internet Archive's format, CommonCrawl's
-until 2012) are read by a small parser here (FastWARC reads no ARC); their records have no
-id, so ``id`` is ``file@offset``.
+One WARC or ARC file becomes one output shard (:func:`warc_inputs` finds them). The reader
+(:class:`curate.warc.records.WarcReader`) yields each record with its HTTP response judged
+and its body's codings undone; of a ``response`` with HTTP 200 and an HTML content type, the
+body is decoded (:func:`curate.warc.charset.decode_html`), its main content extracted by the
+``extractor`` (``fast`` by default; any registered one: :mod:`curate.stages.extract.extractors`,
+:mod:`curate.stages.extract.fast`) in the time-limited helper process
+(:mod:`curate.stages.extract.sandbox`), Unicode repaired with the clean stage's
+``clean_text``, and the document gets ``source`` ``cc/<snapshot>``, the URL (wget's ``<...>``
+around it removed), the WARC-Record-ID as ``id`` (ARC records have none: ``file@offset``)
+and the WARC date and content type in ``meta``.
 
 Every other record is counted: non-``response`` records (requests, metadata) under
 ``counters.records``; responses that are not documents under a reason (``not_200``,
@@ -25,52 +21,17 @@ damaged files ``truncated``, ``bad_length``, ``corrupt``, ``decompression_bomb``
 Limits. An HTML body longer than ``max_html_bytes`` is cut there and extracted
 (``truncated_html``; CommonCrawl itself cuts payloads at 1 MiB, ``WARC-Truncated``); a
 decoder that is not final drops a character the cut splits. A payload larger than
-``max_record_bytes`` (64 MiB), stored or decoded, is ``too_large``: a coded body is read
-whole to be undone, so this bounds memory; decoding stops there, and a body that got there
-inflating more than ``CURATE_MAX_DECOMPRESSION_RATIO`` times its size (or past
-``CURATE_MAX_DECOMPRESSED_BYTES``) is a ``decompression_bomb``. A gzip member (one record)
-may inflate to ``CURATE_MAX_DECOMPRESSED_BYTES`` (4 GiB): past that it is a
-``decompression_bomb`` and the reader skips to the next member; a record whose header
-declares more than that is ``too_large`` and not inflated at all. Decompression runs in
-1 MB steps.
-
-Gzip framing. CommonCrawl and most crawlers compress every record as its own gzip member;
-a file gzipped as a whole (``gzip x.warc``: one member, or members of several records) is
-told apart by inflating its first record, and then read as one decompressed stream
-(``whole_gzip_files``): its offsets are decompressed offsets, and ``meta`` says so
-(``warc_offset_uncompressed``). Warnings name a record by its number in the file and its
-offset (``#12 at uncompressed byte 3,456``).
-
-Damaged files. FastWARC stops at the first gzip error or bad WARC header and ends silently
-on a truncated file, so each read pass is checked: a record is confirmed when the next one
-parses; at the end of a pass, the last record's own gzip member is decompressed to see
-whether it is complete and as long as its Content-Length says. After an error the reader
-resynchronises at the next gzip member that holds a WARC record, so one bad record costs
-that record, not the rest of the file (CommonCrawl compresses every record separately).
-In a file gzipped as a whole, a bad WARC header is skipped to the next ``WARC/1.`` line
-(the stream keeps 8 MB of history to look back in); a corrupt or cut gzip stream ends what
-can be read of its member.
-
-Time limit. Extraction of one record runs in a helper process fed through a pipe; when it
-overruns ``record_timeout`` the helper is killed and restarted and the record counted
-under ``timeout``. A signal (SIGALRM) cannot do this: resiliparse extracts in native code
-holding the GIL, and a page of 30,000 nested ``<div><span>`` took it 139 s here, during which
-a Python signal handler never runs. The pipe costs a few tens of microseconds per record;
-``record_timeout=0`` extracts in-process without a limit.
+``max_record_bytes`` (64 MiB), stored or decoded, is ``too_large``: what bounds memory.
+``record_timeout`` bounds one page's extraction (``timeout``); ``record_timeout=0``
+extracts in-process without a limit.
 """
 
 from __future__ import annotations
 
-import atexit
+import importlib
 import json
 import logging
-import os
 import re
-import select
-import struct
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -78,11 +39,14 @@ from typing import Any, ClassVar
 
 import pyarrow as pa
 
+from curate import registry
 from curate.dataset import Inputs, files_fingerprint, input_name
 from curate.errors import CurateError
+from curate.registry import extractor_names, stage
 from curate.runtime import Common, Context, FileBatch, Stage, param
 from curate.schema import BASE_SCHEMA, rejected_schema
-from curate.stages.extractors import EXTRACTORS, extractor_function
+from curate.stages.extract.extractors import extractor_function
+from curate.stages.extract.sandbox import ExtractCrash, ExtractTimeout, sandbox
 from curate.storage import as_path, glob_paths
 from curate.warc.charset import decode_html, looks_binary
 from curate.warc.records import ARCHIVE_SUFFIXES, DEFAULT_MAX_RECORD_BYTES, RawRecord, WarcReader
@@ -96,162 +60,29 @@ GROUP_RECORDS, GROUP_CHARS = 64, 8 << 20
 _REJECTED_SCHEMA = rejected_schema(BASE_SCHEMA)
 
 
-# --------------------------------------------------------------------------- the time-limited helper process
+def _extractor_choices() -> tuple[str, ...]:
+    """Every registered extractor (built-in or installed), in their declared order."""
+    # Imported here, not left to the registry: when the registry is loading its modules, it imports this one midway
+    # and would answer with the extractors registered so far.
+    for module in registry.builtin_modules(registry.extractors.packages):
+        importlib.import_module(module)
+    return tuple(extractor_names())
 
 
-class ExtractTimeout(Exception):
-    """One record's extraction overran the time limit."""
+#: The ``--extractor`` choices.
+EXTRACTORS = _extractor_choices()
 
 
-class ExtractCrash(Exception):
-    """The helper process died while extracting one record."""
-
-
-class Sandbox:
-    """A helper process that extracts text from HTML; killed and restarted when a record overruns.
-
-    Protocol on the helper's stdin/stdout: request = 8-byte length + UTF-8 HTML; answer =
-    1 status byte (``0`` text, ``1`` error message) + 8-byte length + UTF-8 payload.
-    """
-
-    def __init__(self, extractor: str) -> None:
-        self.extractor = extractor
-        self.proc: subprocess.Popen | None = None
-        self.served = 0
-        self.restarts = 0
-
-    def _start(self) -> subprocess.Popen:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "curate.stages.extractors", "--serve", self.extractor],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            bufsize=0,
-            start_new_session=True,  # Ctrl-C in the terminal goes to curate, which stops it; no traceback from here
-        )
-        return self.proc
-
-    def close(self) -> None:
-        if self.proc is not None:
-            try:
-                self.proc.kill()
-                self.proc.wait(timeout=5)
-            except Exception:  # noqa: BLE001 - best effort
-                pass
-            for fh in (self.proc.stdin, self.proc.stdout):
-                try:
-                    fh.close()  # type: ignore[union-attr]
-                except Exception:  # noqa: BLE001
-                    pass
-            self.proc = None
-
-    def extract(self, html: str, timeout: float) -> str:
-        """One page's text (raises ExtractTimeout, ExtractCrash, or RuntimeError for the extractor's own error)."""
-        (result,) = self.extract_many([html], timeout)
-        if isinstance(result, BaseException):
-            raise result
-        return result
-
-    def extract_many(self, htmls: list[str], timeout: float) -> list[str | BaseException]:
-        """Each page's text, or the exception that stands for its failure, in order.
-
-        The pages go to the helper in one stream and their answers come back as they are
-        done: one wake-up per group rather than per page (a round trip between two cores
-        costs ~90 us here, several per page). Each page still has ``timeout`` seconds from
-        when the helper could start it; on a timeout or a crash the helper is restarted and
-        the pages after that one are sent again.
-        """
-        results: list[str | BaseException] = []
-        while len(results) < len(htmls):
-            results.extend(self._stream(htmls[len(results) :], timeout))
-        return results
-
-    def _stream(self, htmls: list[str], timeout: float) -> list[str | BaseException]:
-        """Answers for a prefix of ``htmls``: all of them, or up to and including the first timeout or crash."""
-        proc = self.proc if self.proc is not None and self.proc.poll() is None else self._start()
-        payloads = [h.encode("utf-8", "surrogatepass") for h in htmls]
-        ends: list[int] = []  # where each page's request ends in the stream
-        for p in payloads:
-            ends.append((ends[-1] if ends else 0) + 8 + len(p))
-        request = memoryview(b"".join(struct.pack("<Q", len(p)) + p for p in payloads))
-        wfd, rfd = proc.stdin.fileno(), proc.stdout.fileno()  # type: ignore[union-attr]
-        os.set_blocking(wfd, False)
-        results: list[str | BaseException] = []
-        written: list[float] = []  # when each page's request was all in the pipe
-        answer = bytearray()
-        sent = 0
-        answered = time.monotonic()  # when the last answer came (the helper was free from then on)
-        try:
-            while len(results) < len(htmls):
-                k = len(results)
-                now = time.monotonic()
-                # page k runs from when the helper had it and was done with the one before
-                start = max(answered, written[k]) if k < len(written) else now
-                if len(answer) >= 9:
-                    start += 5.0  # the tail of a long answer: 5 s more
-                wait = start + timeout - now
-                if wait <= 0:
-                    raise ExtractTimeout
-                ready, writable, _ = select.select([rfd], [wfd] if sent < len(request) else [], [], wait)
-                if writable:
-                    try:
-                        sent += os.write(wfd, request[sent : sent + (1 << 20)])
-                    except BlockingIOError:
-                        pass
-                    while len(written) < len(ends) and ends[len(written)] <= sent:
-                        written.append(time.monotonic())
-                if not ready:
-                    continue
-                data = os.read(rfd, 1 << 20)
-                if not data:
-                    raise ExtractCrash("the extraction helper exited")
-                answer += data
-                while len(answer) >= 9 and len(results) < len(htmls):
-                    need = 9 + struct.unpack_from("<Q", answer, 1)[0]
-                    if len(answer) < need:
-                        break
-                    status, body = answer[:1], bytes(answer[9:need]).decode("utf-8", "surrogatepass")
-                    del answer[:need]
-                    results.append(RuntimeError(body) if status == b"1" else body)
-                    self.served += 1
-                    answered = time.monotonic()
-        except ExtractTimeout as exc:
-            self.close()
-            self.restarts += 1
-            results.append(exc)
-        except (BrokenPipeError, ExtractCrash, OSError) as exc:
-            first = self.served == 0
-            self.close()
-            self.restarts += 1
-            if first:
-                raise CurateError(f"the {self.extractor} extraction helper did not start ({exc}); try --record-timeout 0") from exc
-            results.append(ExtractCrash(str(exc)))
-        return results
-
-
-_SANDBOXES: dict[str, Sandbox] = {}
-
-
-def sandbox(extractor: str) -> Sandbox:
-    """This process's helper for ``extractor`` (started on first use, reused across files)."""
-    box = _SANDBOXES.get(extractor)
-    if box is None:
-        box = _SANDBOXES[extractor] = Sandbox(extractor)
-    return box
-
-
-@atexit.register
-def _close_sandboxes() -> None:
-    for box in _SANDBOXES.values():
-        box.close()
+def _extractor_help() -> str:
+    """``--extractor``'s help, from the registry: each extractor's name and its ``help`` in brackets."""
+    helps = {e.name: e.meta.get("help") for e in registry.extractors.entries()}
+    return "Main-content extractor: " + ", ".join(f"{n} ({helps[n]})" if helps.get(n) else n for n in EXTRACTORS) + "."
 
 
 def first_error(counters: dict[str, Any], reason: str, exc: BaseException) -> None:
     """Remember the first error message of a reason (``counters.first_error``): what a failed run reports."""
     text = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
     counters.setdefault("first_error", {}).setdefault(reason, text if ": " in text else f"{type(exc).__name__}: {text}")
-
-
-# --------------------------------------------------------------------------- the stage
 
 
 def find_warc_files(inputs: list[str]) -> list[Path]:
@@ -330,6 +161,7 @@ def warc_label(path: Path) -> str:
     return "/".join(parts[parts.index("crawl-data") :]) if "crawl-data" in parts else path.name
 
 
+@stage("extract", section="get data", order=40)
 @dataclass
 class ExtractStage(Stage):
     """Main-content text of the HTML pages in WARC and ARC files (source = cc/<snapshot>).
@@ -391,12 +223,7 @@ class ExtractStage(Stage):
         "keep_rejected": "Also write skipped records to OUT/_rejected/ with a reason (text empty).",
     }
     error_reasons: ClassVar[frozenset[str]] = frozenset({"extractor_error", "extractor_crash", "record_error", "decode_error", "timeout"})
-    extractor: str = param(
-        "fast",
-        "Main-content extractor: fast (resiliparse with a boilerplate pass and a trafilatura fallback; "
-        "the best main-content F1 here), resiliparse (fastest), trafilatura, justext (MT-NLG's).",
-        choices=EXTRACTORS,
-    )
+    extractor: str = param("fast", _extractor_help(), choices=EXTRACTORS)
     source: str | None = param(None, "The documents' source [default: cc/<snapshot>, the CC-MAIN-YYYY-WW part of each file's path].",
                                metavar="NAME")  # fmt: skip
     max_html_bytes: int = param(1_000_000, "Longer HTML bodies are cut here and extracted (counted: truncated_html).", min=1)

@@ -263,6 +263,21 @@ def test_sandbox_streams_a_group_and_times_each_page():
     box.close()
 
 
+def test_sandbox_runs_an_extractor_an_installed_package_registers(tmp_path, monkeypatch):
+    """The helper finds its extractor by registry name: one from a package's ``curate.extractors`` entry point runs there too."""
+    (tmp_path / "shoutpkg.py").write_text("def shout(html):\n    return html.upper()\n")
+    dist = tmp_path / "shoutpkg-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shoutpkg\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[curate.extractors]\nshout = shoutpkg:shout\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    box = Sandbox("shout")
+    try:
+        assert box.extract("<p>hello</p>", 60) == "<P>HELLO</P>"
+    finally:
+        box.close()
+
+
 @pytest.mark.parametrize("extractor", ["trafilatura", "justext"])
 def test_other_extractors(run, tmp_path, extractor):
     make_warc(tmp_path / "in" / "CC-MAIN-2021-04" / "x.warc.gz", pages(3))

@@ -449,8 +449,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_layout_rules_hold():
-    """storage, dataset and schema import no stage, runtime or executor; the executor no stage; stages neither CLI nor
-    executor; the report no stage module."""
+    """storage, dataset, schema and the warc package import no stage, runtime, executor or CLI; the executor no stage;
+    stages neither CLI nor executor; the report no stage module."""
     pkg = ROOT / "curate"
     files = {str(p.relative_to(ROOT).with_suffix("")).replace("/", "."): p for p in pkg.rglob("*.py")}
     stage_mods = {m for m in files if m.startswith(("curate.stages.", "curate.dedup.", "curate.decontam."))}
@@ -461,6 +461,17 @@ def test_layout_rules_hold():
     for low in ("curate.storage", "curate.dataset", "curate.schema"):
         bad = {m for m in imports(low) if m in stage_mods or m in ("curate.runtime", "curate.executor", "curate.cli")}
         assert not bad, (low, bad)
+    # the warc package reads files for the extract stage and knows nothing above it (``from curate import runtime`` included)
+    upper = ("curate.stages", "curate.dedup", "curate.decontam", "curate.runtime", "curate.executor", "curate.cli")
+    warc_mods = [m for m in files if m.startswith("curate.warc.")]
+    assert "curate.warc.records" in warc_mods
+    for mod in warc_mods:
+        nodes = [n for n in ast.walk(ast.parse(files[mod].read_text())) if isinstance(n, ast.Import | ast.ImportFrom)]
+        names = {a.name for n in nodes if isinstance(n, ast.Import) for a in n.names}
+        froms = [n for n in nodes if isinstance(n, ast.ImportFrom) and n.module]
+        names |= {n.module for n in froms} | {f"{n.module}.{a.name}" for n in froms for a in n.names}
+        bad = {m for m in names if any(m == u or m.startswith(u + ".") for u in upper)}
+        assert not bad, (mod, bad)
     assert not {m for m in imports("curate.executor") if m in stage_mods or m == "curate.runtime"}
     for mod in stage_mods:
         bad = {m for m in imports(mod) if m in ("curate.cli", "curate.executor")}

@@ -1,9 +1,10 @@
 """Records of WARC and ARC files (:class:`WarcReader`), confirmed intact, with damage counted and named.
 
 Formats: WARC gzipped record by record (CommonCrawl), gzipped as a whole (offsets are then
-decompressed offsets, ``RawRecord.uncompressed``), or plain; ARC, plain or gzipped. Records
-are parsed by FastWARC; the HTTP response in a ``response`` record is judged here (status,
-content type, size) and its body read with its codings undone (:mod:`curate.warc.http`).
+decompressed offsets, ``RawRecord.uncompressed``), or plain; ARC, plain or gzipped. WARC
+records are parsed by FastWARC, ARC header lines by :mod:`curate.warc.arc`; the HTTP response
+in a ``response`` record is judged here (status, content type, size) and its body read with
+its codings undone (:mod:`curate.warc.http`).
 
 Damaged files. FastWARC stops at the first gzip error or bad WARC header and ends silently
 on a truncated file, so each read pass is checked: a record is confirmed when the next one
@@ -51,7 +52,7 @@ _CT_CHARSET = re.compile(r"""charset\s*=\s*["']?([^"';,\s]+)""", re.I)
 
 @dataclass
 class RawRecord:
-    """What the reader keeps of one WARC record (the body only for candidate documents)."""
+    """What the reader keeps of one WARC or ARC record (the body only for candidate documents)."""
 
     offset: int
     rtype: str
@@ -81,6 +82,7 @@ def _member_length_ok(size: int, head: bytes) -> bool:
 
 
 def _next_plain_record(fh: Any, start: int, file_size: int | float) -> int | None:
+    """Offset of the first ``WARC/1.`` line after ``start`` in uncompressed data (a file, or a :class:`_GzipStream`); None if there is none."""
     pos = start
     while pos < file_size:
         fh.seek(pos)

@@ -8,8 +8,8 @@ answer comes back when it is done (docs/extract.md, "Time limit").
 The helper is ``python -m curate.stages.extract.sandbox --serve NAME`` (:func:`serve`); it
 finds the extractor by its registry name, so one that an installed package registers (entry
 point ``curate.extractors``) runs there too. Neither this module nor the extractors import
-pyarrow or the runtime: the helper starts again after every timeout, and the first page's
-time includes its start.
+pyarrow or the runtime: the helper starts again after every timeout and crash, and the first
+page's time includes its start.
 """
 
 from __future__ import annotations

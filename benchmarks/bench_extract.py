@@ -28,8 +28,10 @@ from pathlib import Path
 
 import _tables as tables
 
-from curate.stages.extract import WarcReader, decode_html, find_warc_files, looks_binary
-from curate.stages.extractors import EXTRACTORS, extractor_function
+from curate.stages.extract.extract_stage import EXTRACTORS, find_warc_files
+from curate.stages.extract.extractors import extractor_function
+from curate.warc.charset import decode_html, looks_binary
+from curate.warc.records import WarcReader
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -84,7 +86,7 @@ def time_nested(name: str, depth: int) -> tuple[float, str]:
 def time_stage(inputs: list[str], timeout: float, extractor: str = "resiliparse") -> tuple[float, dict]:
     from curate.executor import LocalExecutor
     from curate.runtime import run
-    from curate.stages.extract import ExtractStage
+    from curate.stages.extract.extract_stage import ExtractStage
 
     out = Path(tempfile.mkdtemp(prefix="curate-bench-extract-"))
     try:

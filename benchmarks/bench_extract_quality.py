@@ -41,7 +41,8 @@ from pathlib import Path
 
 import _tables as tables
 
-from curate.stages.extractors import EXTRACTORS, extractor_function
+from curate.stages.extract.extract_stage import EXTRACTORS
+from curate.stages.extract.extractors import extractor_function
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -42,10 +42,15 @@ def stages_table() -> str:
 
 def extractors_table() -> str:
     """Every ``--extractor`` choice, in order, with its help."""
+    import dataclasses
+
+    from curate.registry import stages
+
+    default_name = next(f.default for f in dataclasses.fields(stages.get("extract").obj) if f.name == "extractor")
     rows = ["| `--extractor` | what it is | module |", "|---|---|---|"]
     for name in extractor_names():
         e = extractors.get(name)
-        default = " (default)" if name == extractor_names()[0] else ""
+        default = " (default)" if name == default_name else ""
         rows.append(f"| `{name}`{default} | {_cell(str(e.meta.get('help', '')))} | `{e.module}` |")
     return "\n".join(rows)
 

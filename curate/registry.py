@@ -126,9 +126,11 @@ class Registry:
     def load_all(self) -> None:
         """Import every built-in module of this kind's packages, then the installed entry points."""
         if not self._builtins_loaded:
-            self._builtins_loaded = True
+            # The flag is set after the imports: a module that reads this registry while it is being imported
+            # (a class body listing the choices, say) loads the rest here too, instead of seeing a partial list.
             for module in builtin_modules(self.packages):
                 _import(module)
+            self._builtins_loaded = True
         if not self._plugins_loaded:
             self._plugins_loaded = True
             for ep in _entry_points(self.group):
@@ -207,7 +209,7 @@ def builtin_modules(packages: tuple[str, ...]) -> list[str]:
 STAGE_PACKAGES = ("curate.stages", "curate.dedup", "curate.decontam")
 
 stages = Registry("stage", STAGE_PACKAGES)
-extractors = Registry("extractor", ("curate.stages",))
+extractors = Registry("extractor", ("curate.stages.extract",))
 rule_sets = Registry("rule_set", ("curate.stages.filters",))
 formats = Registry("format", ("curate.formats",))
 

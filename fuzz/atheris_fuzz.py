@@ -28,8 +28,9 @@ with atheris.instrument_imports(include=["curate"]):
     import curate.config
     import curate.decontam.cut
     import curate.stages.download_cc
-    import curate.stages.extract
-    import curate.stages.extractors
+    import curate.stages.extract.extract_stage
+    import curate.stages.extract.extractors
+    import curate.stages.extract.fast
     import curate.stages.filters
     import curate.stages.pile  # noqa: F401
 

@@ -14,7 +14,10 @@ import pandas as pd
 import pytest
 
 from curate.dataset import read_success
-from curate.stages.extract import ExtractCrash, Sandbox, WarcReader, decode_html, looks_binary, source_for
+from curate.stages.extract.extract_stage import source_for
+from curate.stages.extract.sandbox import ExtractCrash, Sandbox
+from curate.warc.charset import decode_html, looks_binary
+from curate.warc.records import WarcReader
 from curate.warc.writer import WarcWriter, http_head, record_id
 from tests.conftest import SAMPLE, prose
 
@@ -229,7 +232,7 @@ def test_sandbox_crash_is_counted_not_fatal():
 def test_sandbox_streams_a_group_and_times_each_page():
     """A group of pages goes to the helper as one stream; the slow page in the middle times out on its
     own limit (not the group's), and the pages after it are sent again to a new helper and answered."""
-    from curate.stages.extract import ExtractTimeout
+    from curate.stages.extract.sandbox import ExtractTimeout
 
     box = Sandbox("resiliparse")
     nested = "<html><body>" + "<div><span>" * 12000 + "deep " * 500 + "</span></div>" * 12000 + "</body></html>"
@@ -244,6 +247,21 @@ def test_sandbox_streams_a_group_and_times_each_page():
     assert [int(t.split()[2]) for t in texts] == list(range(40))  # every other page, in order
     assert box.extract_many([], 0.5) == []
     box.close()
+
+
+def test_sandbox_runs_an_extractor_an_installed_package_registers(tmp_path, monkeypatch):
+    """The helper finds its extractor by registry name: one from a package's ``curate.extractors`` entry point runs there too."""
+    (tmp_path / "shoutpkg.py").write_text("def shout(html):\n    return html.upper()\n")
+    dist = tmp_path / "shoutpkg-1.0.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: shoutpkg\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[curate.extractors]\nshout = shoutpkg:shout\n")
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path))
+    box = Sandbox("shout")
+    try:
+        assert box.extract("<p>hello</p>", 60) == "<P>HELLO</P>"
+    finally:
+        box.close()
 
 
 @pytest.mark.parametrize("extractor", ["trafilatura", "justext"])

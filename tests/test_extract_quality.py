@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from curate.stages import extractors as X
-from curate.stages.extractors import EXTRACTORS, extract_fast, extractor_function
+from curate.stages.extract import fast as X
+from curate.stages.extract.extract_stage import EXTRACTORS
+from curate.stages.extract.extractors import extractor_function
+from curate.stages.extract.fast import extract_fast
 
 ROOT = Path(__file__).resolve().parents[1]
 DEVSET = ROOT / "benchmarks" / "extract_devset"
@@ -269,13 +271,13 @@ def test_every_extractor_returns_str(name, html):
 
 
 def test_module_imports_without_pyarrow_and_serves_fast():
-    code = "import sys; sys.modules['pyarrow'] = None; import curate.stages.extractors as x; print(x.extract_fast('<p>' + 'word ' * 80 + '</p>')[:9])"
+    code = "import sys; sys.modules['pyarrow'] = None; import curate.stages.extract.fast as x; print(x.extract_fast('<p>' + 'word ' * 80 + '</p>')[:9])"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "word word"
     # the helper-process protocol with the new extractor
     p = subprocess.Popen(
-        [sys.executable, "-m", "curate.stages.extractors", "--serve", "fast"],
+        [sys.executable, "-m", "curate.stages.extract.sandbox", "--serve", "fast"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         cwd=ROOT,

@@ -182,7 +182,7 @@ WARC_PLAIN = gzip.decompress(WARC_GZ)  # every member, concatenated: an uncompre
 
 def check_warc(data: bytes, gz: bool = True) -> None:
     """Extract ``data`` as a WARC file: unique ids, valid UTF-8, every response counted; nothing but CurateError."""
-    from curate.stages.extract import ExtractStage
+    from curate.stages.extract.extract_stage import ExtractStage
 
     stage = ExtractStage(record_timeout=0, max_html_bytes=200_000)  # in-process: the helper process is tested elsewhere
     with tempfile.TemporaryDirectory() as d:
@@ -236,8 +236,9 @@ html_nodes = st.recursive(
 
 def check_html(html: str, body: bytes | None = None, charset: str | None = None) -> None:
     """Decoding and the three extractors on arbitrary markup: a string out, never an exception."""
-    from curate.stages.extract import decode_html, looks_binary
-    from curate.stages.extractors import EXTRACTORS, extractor_function
+    from curate.stages.extract.extract_stage import EXTRACTORS
+    from curate.stages.extract.extractors import extractor_function
+    from curate.warc.charset import decode_html, looks_binary
 
     raw = body if body is not None else html.encode("utf-8", "surrogatepass")
     looks_binary(raw)

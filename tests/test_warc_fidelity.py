@@ -26,9 +26,12 @@ from hypothesis import strategies as st
 from warcio.archiveiterator import ArchiveIterator
 
 from curate.dataset import read_success
-from curate.stages import extract as extract_module
 from curate.stages.clean import CleanStage
-from curate.stages.extract import ExtractStage, WarcReader, dechunk, decode_html, decode_payload, parse_http_head
+from curate.stages.extract.extract_stage import ExtractStage
+from curate.warc import members as extract_module
+from curate.warc.charset import decode_html
+from curate.warc.http import dechunk, decode_payload, parse_http_head
+from curate.warc.records import WarcReader
 from tests.test_extract import make_warc
 from tests.test_fuzz import SLOW, check_warc, mutated
 

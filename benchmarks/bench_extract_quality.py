@@ -246,7 +246,7 @@ def main(argv: list[str] | None = None) -> None:
             "F1 = 2PR/(P+R); F1/page = mean per-page F1 (empty output = 0); junk = share of all output shingles",
             "not in the ground truth; empty = pages with no output. `resiliparse` is `--extractor resiliparse`",
             "(`main_content=True`), `resiliparse-nocomments` the same with `comments=False`, `fast` curate's",
-            "default extractor (`curate/stages/extractors.py`).",
+            "default extractor (`curate/stages/extract/fast.py`).",
             "",
             "Read with care: the article pages are synthetic, built by the author of `fast`'s rules, so every",
             "figure of `fast` here is optimistic for real pages (the held-out templates and their unseen",

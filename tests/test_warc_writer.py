@@ -15,7 +15,7 @@ from warcio.archiveiterator import ArchiveIterator
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from curate.stages.extract import WarcReader
+from curate.warc.records import WarcReader
 from curate.warc.writer import WarcWriter, http_head, record_bytes, record_id, sha1_digest, warc_fields
 
 DATE = "2021-01-15T10:00:00Z"

@@ -79,7 +79,6 @@ def formats_table() -> str:
     return "\n".join(rows)
 
 
-
 TABLES: dict[str, Callable[[], str]] = {
     "stages": stages_table,
     "extractors": extractors_table,

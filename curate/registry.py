@@ -69,13 +69,17 @@ class Registry:
         self._loading_plugin: str | None = None
 
     # -- registering
-    def add(self, name: str, obj: Any, **meta: Any) -> Any:
-        """Register ``obj`` under ``name``; registering the same object twice is harmless, another one is an error."""
+    def add(self, name: str, obj: Any, module: str | None = None, **meta: Any) -> Any:
+        """Register ``obj`` under ``name``; registering the same object twice is harmless, another one is an error.
+
+        ``module`` is where it is defined (default: the object's own ``__module__``; an instance such
+        as a rule set passes its caller's).
+        """
         if not name or not isinstance(name, str):
             raise ValueError(f"a {self.kind} needs a name, got {name!r}")
-        module = getattr(obj, "__module__", None) or type(obj).__module__
+        module = module or getattr(obj, "__module__", None) or type(obj).__module__
         old = self._entries.get(name)
-        if old is not None and old.obj is not obj and _qualname(old.obj) != _qualname(obj):
+        if old is not None and old.obj is not obj and (old.module != module or _qualname(old.obj) != _qualname(obj)):
             raise CurateError(f"two {self.kind}s are registered as {name!r}: {old.module} and {module}")
         self._entries[name] = Entry(name, obj, module, dict(meta))
         return obj
@@ -233,7 +237,7 @@ def extractor(name: str, *, help: str, order: float = 100.0) -> Callable[[Callab
 
 def rule_set(obj: Any) -> Any:
     """Register a filter rule set (a ``curate.stages.filters.base.RuleSet``) under its ``name``."""
-    return rule_sets.add(obj.name, obj)
+    return rule_sets.add(obj.name, obj, module=sys._getframe(1).f_globals.get("__name__"))
 
 
 def output_format(name: str, *, help: str) -> Callable[[type], type]:  # noqa: A002

@@ -547,3 +547,13 @@ def test_no_module_is_a_monolith():
     sizes = {str(p.relative_to(ROOT)): len(p.read_text().splitlines()) for p in (ROOT / "curate").rglob("*.py")}
     big = {p: n for p, n in sizes.items() if n > 620}
     assert not big, big
+
+
+def test_docs_tables_of_the_registries_are_current():
+    """The stage, extractor, rule-set and format tables in docs/ are generated (python -m curate.catalog), never retyped."""
+    r = subprocess.run([sys.executable, "-m", "curate.catalog", "--check"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stdout + r.stderr
+    text = (ROOT / "docs" / "extending.md").read_text()
+    from curate.registry import extractor_names
+
+    assert all(f"`{n}`" in text for n in extractor_names()) and "`curate dedup fuzzy`" in text

@@ -25,7 +25,7 @@ def xml_safe(html: str) -> str:
     return _XML_INVALID.sub("", html) if _XML_INVALID.search(html) else html
 
 
-@extractor("resiliparse", help="fastest", order=10)
+@extractor("resiliparse", help="resiliparse's main content; the fastest", order=10)
 def extract_resiliparse(html: str) -> str:
     """Main content with resiliparse (no alt texts, no form fields)."""
     from resiliparse.extract.html2text import extract_plain_text
@@ -33,7 +33,7 @@ def extract_resiliparse(html: str) -> str:
     return extract_plain_text(html, main_content=True, alt_texts=False, form_fields=False, noscript=False)
 
 
-@extractor("trafilatura", help="", order=20)
+@extractor("trafilatura", help="trafilatura's defaults, comments left out", order=20)
 def extract_trafilatura(html: str) -> str:
     """Main content with trafilatura's defaults (no comments), as plain text."""
     import trafilatura
@@ -42,7 +42,7 @@ def extract_trafilatura(html: str) -> str:
     return trafilatura.extract(xml_safe(html), include_comments=False, include_tables=True, deduplicate=False) or ""
 
 
-@extractor("justext", help="MT-NLG's", order=30)
+@extractor("justext", help="jusText with the English stoplist: MT-NLG's", order=30)
 def extract_justext(html: str) -> str:
     """Non-boilerplate paragraphs with jusText's English stoplist (as in the MT-NLG recipe)."""
     import justext

@@ -1,0 +1,216 @@
+"""Bounded partitions: the shuffle every global stage is built from, and the memory budget it is planned with.
+
+A global stage (dedup, decontam, quality buckets) is a sequence of phases; each phase is a
+set of tasks, and no task holds more than its partition. Between two phases rows move by a
+*shuffle*: every producer task writes one Arrow IPC file holding its rows grouped into the
+consumer partitions (one record batch per partition, in order, empty ones included, with the
+row count of each in the file's metadata); consumer task ``p`` reads batch ``p`` of every
+producer file. Nothing is ever gathered in one process, and the plan (how many partitions)
+follows from :func:`plan_partitions` and the rows the previous phase counted.
+
+Files are written under a temporary name and renamed (or uploaded whole), so a producer file
+that exists is complete: a killed phase reruns only its missing producers. Locally a
+consumer memory-maps the files (the OS pages in only its batch); on an object store it reads
+the footer and its batch with ranged reads.
+
+``--task-memory`` (:func:`parse_size`) is the data a task may hold, on top of the
+interpreter and libraries; each phase divides its rows by what one row costs in memory
+(its bytes times the temporaries of sorting and joining it) to choose its partition count.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from curate.errors import CurateError, output_error
+from curate.storage import AnyPath, RemotePath, as_path, tmp_path, unlink_quietly
+
+_COUNTS_KEY = b"curate.partition_rows"
+_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.I)
+_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+
+
+# --------------------------------------------------------------------------- the budget
+
+
+def parse_size(value: str | int, what: str = "--task-memory") -> int:
+    """``"512MB"``, ``"2GB"``, ``"300M"``, ``"1.5GiB"`` or a byte count -> bytes (binary units: 1 MB = 2^20 bytes)."""
+    if isinstance(value, int):
+        n = value
+    else:
+        m = _SIZE.match(str(value))
+        if not m:
+            raise CurateError(f"{what} {value!r}: not a size; write it like 300MB, 2GB or 1.5GB")
+        n = int(float(m.group(1)) * _UNITS[(m.group(2) or "").upper()[:1]])
+    if n < 16 << 20:
+        raise CurateError(f"{what} {value!r}: at least 16MB (a task needs room for one batch of rows)")
+    return n
+
+
+def format_size(n: int) -> str:
+    """Bytes as a ``--task-memory`` value a user can type (``512MB``, ``1.5GB``)."""
+    if n >= 1 << 30:
+        return f"{n / (1 << 30):.3g}GB"
+    return f"{max(1, round(n / (1 << 20)))}MB"
+
+
+def default_task_memory(workers: int) -> int:
+    """A sensible share of the machine: half its memory split among the workers, between 256MB and 4GB."""
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        total = 8 << 30
+    share = total // 2 // max(1, workers)
+    return int(min(4 << 30, max(256 << 20, share)))
+
+
+def plan_partitions(rows: int, bytes_per_row: float, budget: int, *, minimum: int = 1, power_of_two: bool = False) -> int:
+    """How many partitions ``rows`` need so that one holds at most ``budget`` bytes at ``bytes_per_row``.
+
+    ``bytes_per_row`` counts a row with the temporaries its phase makes (a sort doubles or
+    triples it). Half the budget is planned for, so that a partition a little larger than
+    the average (hash partitions vary by a few standard deviations) still fits.
+    """
+    need = int(np.ceil(max(0, rows) * bytes_per_row / max(1, budget // 2)))
+    n = max(minimum, need, 1)
+    if power_of_two:
+        n = 1 << (n - 1).bit_length()
+    return n
+
+
+def check_fits(rows: int, bytes_per_row: float, budget: int, what: str) -> None:
+    """A one-line error when one indivisible item (``what``) needs more than the budget, naming what to raise it to."""
+    need = int(rows * bytes_per_row)
+    if need > budget:
+        raise CurateError(f"{what}: {rows:,} rows need ~{format_size(need)}, more than --task-memory {format_size(budget)}; "
+                          f"raise --task-memory to at least {format_size(int(need * 1.25))}")  # fmt: skip
+
+
+# --------------------------------------------------------------------------- partition keys
+
+
+def mix64(x: np.ndarray, seed: int = 0) -> np.ndarray:
+    """splitmix64 of each value (uint64): a fast, well-spread hash for choosing partitions."""
+    with np.errstate(over="ignore"):
+        z = x.astype(np.uint64) + np.uint64((0x9E3779B97F4A7C15 * (seed + 1)) & 0xFFFFFFFFFFFFFFFF)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def hash_partition(keys: np.ndarray, parts: int, seed: int = 0) -> np.ndarray:
+    """Partition of each key (int64 or uint64) among ``parts``, by a hash: balanced whatever the keys' order."""
+    if parts == 1:
+        return np.zeros(len(keys), np.int64)
+    return (mix64(keys.view(np.uint64) if keys.dtype == np.int64 else keys, seed) % np.uint64(parts)).astype(np.int64)
+
+
+def range_partition(values: np.ndarray, parts: int) -> np.ndarray:
+    """Partition of each uint64 by its top bits (``parts`` a power of two): values in partition p are below those in p + 1."""
+    if parts == 1:
+        return np.zeros(len(values), np.int64)
+    shift = 64 - (parts.bit_length() - 1)
+    return (values.astype(np.uint64) >> np.uint64(shift)).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- writing and reading
+
+
+def write_partitioned(path: AnyPath, table: pa.Table, part: np.ndarray, parts: int, compression: str | None = None) -> np.ndarray:
+    """Write ``table``'s rows grouped by ``part`` (0 <= part < parts) as one IPC file of ``parts`` batches; returns the counts.
+
+    Rows keep their order within a partition (a stable sort), so the file's bytes depend only
+    on the rows and the partition of each.
+    """
+    path = as_path(path)
+    if len(part) != table.num_rows:
+        raise ValueError("one partition per row")
+    counts = np.bincount(part, minlength=parts).astype(np.int64) if len(part) else np.zeros(parts, np.int64)
+    if len(counts) > parts:
+        raise ValueError(f"a partition number is >= {parts}")
+    if len(part):
+        order = np.argsort(part, kind="stable")
+        if not np.array_equal(order, np.arange(len(order))):
+            table = table.take(pa.array(order))
+    meta = dict(table.schema.metadata or {})
+    meta[_COUNTS_KEY] = json.dumps(counts.tolist()).encode()
+    schema = table.schema.with_metadata(meta)
+    table = table.replace_schema_metadata(meta)
+    options = pa.ipc.IpcWriteOptions(compression=compression) if compression else None
+    starts = np.concatenate([[0], np.cumsum(counts)])
+
+    def write(sink: Any) -> None:
+        with pa.ipc.new_file(sink, schema, options=options) as w:
+            for p in range(parts):
+                w.write_batch(_batch(table.slice(int(starts[p]), int(counts[p])), schema))
+
+    if isinstance(path, RemotePath):
+        buf = pa.BufferOutputStream()
+        write(buf)
+        path.write_bytes(buf.getvalue().to_pybytes())
+        return counts
+    tmp = tmp_path(path)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with pa.OSFile(str(tmp), "wb") as sink:
+            write(sink)
+        with open(tmp, "rb+") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        unlink_quietly(tmp)
+        raise output_error(path, exc) from exc
+    return counts
+
+
+def _batch(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
+    if t.num_rows == 0:
+        return pa.RecordBatch.from_pylist([], schema=schema)
+    return t.combine_chunks().to_batches()[0] if t.num_rows else t.to_batches()[0]
+
+
+def _open(path: AnyPath) -> pa.ipc.RecordBatchFileReader:
+    path = as_path(path)
+    try:
+        if isinstance(path, Path):
+            return pa.ipc.open_file(pa.memory_map(str(path), "r"))
+        return pa.ipc.open_file(path.open("rb"))
+    except (OSError, pa.ArrowException) as exc:
+        raise CurateError(f"{path}: cannot read a work file ({exc}); delete OUT/_work and run the stage again") from exc
+
+
+def partition_counts(path: AnyPath) -> np.ndarray:
+    """The row count of every partition in one producer's file (from its metadata: nothing else is read)."""
+    reader = _open(path)
+    raw = (reader.schema.metadata or {}).get(_COUNTS_KEY)
+    if raw is None:
+        return np.array([reader.get_batch(i).num_rows for i in range(reader.num_record_batches)], np.int64)
+    return np.asarray(json.loads(raw), np.int64)
+
+
+def read_partition(paths: Sequence[AnyPath], part: int | Sequence[int], columns: list[str] | None = None,
+                   schema: pa.Schema | None = None) -> pa.Table:  # fmt: skip
+    """Partition ``part`` (or several) of every producer file in ``paths``, in path order, as one table."""
+    parts = [part] if isinstance(part, int) else list(part)
+    pieces: list[pa.RecordBatch] = []
+    for p in paths:
+        reader = _open(p)
+        if schema is None:
+            schema = reader.schema.remove_metadata()
+        for q in parts:
+            b = reader.get_batch(q)
+            if b.num_rows:
+                pieces.append(b)
+    if schema is None:
+        raise ValueError("read_partition of no files needs a schema")
+    t = pa.Table.from_batches(pieces, schema=pieces[0].schema) if pieces else schema.empty_table()
+    t = t.replace_schema_metadata(None)
+    return t.select(columns) if columns is not None else t

@@ -227,7 +227,7 @@ def run_curate(data: Path, verify: str, work: Path, shingling: str = "compiled")
         "--overwrite",
     ]
     subprocess.run(cmd, check=True, env={**os.environ, "CURATE_PROGRESS": "log", "CURATE_SHINGLING": shingling})
-    cl = pq.read_table(out / "_clusters.parquet", columns=["id", "cluster"])
+    cl = pq.read_table(out / "_clusters", columns=["id", "cluster"])
     done = json.loads((out / "_SUCCESS").read_text())
     info = {"phase_seconds": done["dedup"]["phase_seconds"], "wall_seconds": done["wall_seconds"], "shingling": shingling}
     return list(zip(cl.column("id").to_pylist(), cl.column("cluster").to_pylist())), info

@@ -272,9 +272,15 @@ def _first_null(col: pa.ChunkedArray) -> int:
 
 
 def iter_tables(
-    path: AnyPath, columns: list[str] | None = None, batch_rows: int = BATCH_ROWS, counters: dict[str, Any] | None = None
+    path: AnyPath,
+    columns: list[str] | None = None,
+    batch_rows: int = BATCH_ROWS,
+    counters: dict[str, Any] | None = None,
+    rows: tuple[int, int] | None = None,
 ) -> Iterator[pa.Table]:
-    """Stream one shard as tables of at most ``batch_rows`` rows (at least one, maybe empty).
+    """Stream one shard (or its rows ``rows = (start, stop)``) as tables of at most ``batch_rows`` rows (at least one, maybe empty).
+
+    A row range reads only the row groups that hold it, so a task can take part of a large file.
 
     Checks on the way (a clear error naming the file and row): document columns have text
     types (:func:`check_columns`), ``id`` and ``source`` are never null. A null ``text`` is
@@ -289,7 +295,7 @@ def iter_tables(
     emitted = False
     row = 0
     try:
-        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
+        for batch, row in _batches(pf, batch_rows, columns, rows):
             emitted = True
             table, repaired = repair_utf8(conform(pa.Table.from_batches([batch])))
             for name in ("id", "source"):
@@ -307,13 +313,41 @@ def iter_tables(
                 log.warning("%s: invalid UTF-8 replaced with U+FFFD in %s", path, what)
                 if counters is not None:
                     merge_counts(counters, {"invalid_utf8_repaired": repaired})
-            row += table.num_rows
             yield table
     except (OSError, pa.ArrowException) as exc:
         raise CurateError(f"{path}: cannot read ({exc})") from exc
     if not emitted:
         sel = schema if columns is None else pa.schema([schema.field(c) for c in columns])
         yield conform(sel.empty_table())
+
+
+def _batches(pf: pq.ParquetFile, batch_rows: int, columns: list[str] | None, rows: tuple[int, int] | None) -> Iterator[tuple[pa.RecordBatch, int]]:
+    """``(batch, its first row in the file)``, of the whole file or of the rows ``[start, stop)``."""
+    if rows is None:
+        row = 0
+        for batch in pf.iter_batches(batch_size=batch_rows, columns=columns, use_threads=False):
+            yield batch, row
+            row += batch.num_rows
+        return
+    start, stop = rows
+    meta = pf.metadata
+    groups, first, at = [], None, 0
+    for g in range(meta.num_row_groups):
+        n = meta.row_group(g).num_rows
+        if at + n > start and at < stop:
+            groups.append(g)
+            first = at if first is None else first
+        at += n
+    if not groups:
+        return
+    row = first
+    for batch in pf.iter_batches(batch_size=batch_rows, row_groups=groups, columns=columns, use_threads=False):
+        lo, hi = max(start - row, 0), min(stop - row, batch.num_rows)
+        if hi > lo:
+            yield batch.slice(lo, hi - lo), row + lo
+        row += batch.num_rows
+        if row >= stop:
+            return
 
 
 def check_ids(files: list[AnyPath], ids: bool = True) -> int:

@@ -2,16 +2,18 @@
 
 A global stage (dedup, decontam, quality buckets) is a sequence of phases; each phase is a
 set of tasks, and no task holds more than its partition. Between two phases rows move by a
-*shuffle*: every producer task writes one Arrow IPC file holding its rows grouped into the
-consumer partitions (one record batch per partition, in order, empty ones included, with the
-row count of each in the file's metadata); consumer task ``p`` reads batch ``p`` of every
-producer file. Nothing is ever gathered in one process, and the plan (how many partitions)
-follows from :func:`plan_partitions` and the rows the previous phase counted.
+*shuffle*: every producer task writes its rows grouped into the consumer partitions, and
+consumer task ``p`` reads partition ``p`` of every producer's file. Nothing is ever gathered
+in one process, and the plan (how many partitions) follows from :func:`plan_partitions` and
+the rows the previous phase counted. Two layouts: :func:`write_partitioned` (any Arrow
+columns, strings included: an IPC stream of one record batch per partition, with sidecars
+of row counts and byte offsets, so a consumer reads only its own message) and, for
+fixed-width columns, ``dedup.components.write_buckets`` (one ``.npy`` per column).
 
-Files are written under a temporary name and renamed (or uploaded whole), so a producer file
-that exists is complete: a killed phase reruns only its missing producers. Locally a
-consumer memory-maps the files (the OS pages in only its batch); on an object store it reads
-the footer and its batch with ranged reads.
+Files are written under a temporary name and renamed (or uploaded whole), the offsets
+sidecar last, so a producer file whose offsets exist is complete: a killed phase reruns only
+its missing producers. Locally a consumer memory-maps the files (the OS pages in only its
+partition); on an object store it reads its byte range.
 
 ``--task-memory`` (:func:`parse_size`) is the data a task may hold, on top of the
 interpreter and libraries; each phase divides its rows by what one row costs in memory
@@ -20,7 +22,6 @@ interpreter and libraries; each phase divides its rows by what one row costs in 
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections.abc import Sequence
@@ -72,6 +73,16 @@ def default_task_memory(workers: int) -> int:
     return int(min(4 << 30, max(256 << 20, share)))
 
 
+def min_partitions() -> int:
+    """``CURATE_MIN_PARTITIONS`` (default 1): plan at least this many partitions per phase, so that the partitioned
+    paths run on small inputs too (the crash tests kill phases of several tasks); the output does not change."""
+    raw = os.environ.get("CURATE_MIN_PARTITIONS", "").strip()
+    try:
+        return max(1, int(raw)) if raw else 1
+    except ValueError:
+        raise CurateError(f"CURATE_MIN_PARTITIONS={raw!r}: not a whole number") from None
+
+
 def plan_partitions(rows: int, bytes_per_row: float, budget: int, *, minimum: int = 1, power_of_two: bool = False) -> int:
     """How many partitions ``rows`` need so that one holds at most ``budget`` bytes at ``bytes_per_row``.
 
@@ -80,7 +91,7 @@ def plan_partitions(rows: int, bytes_per_row: float, budget: int, *, minimum: in
     the average (hash partitions vary by a few standard deviations) still fits.
     """
     need = int(np.ceil(max(0, rows) * bytes_per_row / max(1, budget // 2)))
-    n = max(minimum, need, 1)
+    n = max(minimum, need, min_partitions())
     if power_of_two:
         n = 1 << (n - 1).bit_length()
     return n
@@ -123,13 +134,26 @@ def range_partition(values: np.ndarray, parts: int) -> np.ndarray:
 
 # --------------------------------------------------------------------------- writing and reading
 
+# A producer's file is an Arrow IPC *stream* (the schema, then one record batch message per
+# partition) with two sidecars written after it: ``.rows.npy`` (rows per partition) and, last,
+# ``.off.npy`` (each message's byte offset, and the end). A consumer reads the schema and its
+# own message at its offset: nothing else of the file, and no footer that grows with the
+# number of partitions.
+
+
+def _side(path: AnyPath, what: str) -> AnyPath:
+    return as_path(f"{path}.{what}.npy")
+
 
 def write_partitioned(path: AnyPath, table: pa.Table, part: np.ndarray, parts: int, compression: str | None = None) -> np.ndarray:
-    """Write ``table``'s rows grouped by ``part`` (0 <= part < parts) as one IPC file of ``parts`` batches; returns the counts.
+    """Write ``table``'s rows grouped by ``part`` (0 <= part < parts), one record batch per partition; returns the counts.
 
     Rows keep their order within a partition (a stable sort), so the file's bytes depend only
-    on the rows and the partition of each.
+    on the rows and the partition of each. The ``.off.npy`` sidecar is written last: when it
+    exists, the file is whole.
     """
+    from curate.storage import save_npy_atomic
+
     path = as_path(path)
     if len(part) != table.num_rows:
         raise ValueError("one partition per row")
@@ -140,77 +164,107 @@ def write_partitioned(path: AnyPath, table: pa.Table, part: np.ndarray, parts: i
         order = np.argsort(part, kind="stable")
         if not np.array_equal(order, np.arange(len(order))):
             table = table.take(pa.array(order))
-    meta = dict(table.schema.metadata or {})
-    meta[_COUNTS_KEY] = json.dumps(counts.tolist()).encode()
-    schema = table.schema.with_metadata(meta)
-    table = table.replace_schema_metadata(meta)
+    table = table.replace_schema_metadata(None)
+    schema = table.schema
     options = pa.ipc.IpcWriteOptions(compression=compression) if compression else None
     starts = np.concatenate([[0], np.cumsum(counts)])
+    offsets = np.zeros(parts + 1, np.int64)
 
     def write(sink: Any) -> None:
-        with pa.ipc.new_file(sink, schema, options=options) as w:
+        with pa.ipc.new_stream(sink, schema, options=options) as w:
+            w.write_batch(_batch(table.slice(0, 0), schema))  # the schema goes out with a first, empty batch
             for p in range(parts):
+                offsets[p] = sink.tell()
                 w.write_batch(_batch(table.slice(int(starts[p]), int(counts[p])), schema))
+            offsets[parts] = sink.tell()
 
     if isinstance(path, RemotePath):
         buf = pa.BufferOutputStream()
         write(buf)
         path.write_bytes(buf.getvalue().to_pybytes())
-        return counts
-    tmp = tmp_path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        with pa.OSFile(str(tmp), "wb") as sink:
-            write(sink)
-        with open(tmp, "rb+") as fh:
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except OSError as exc:
-        unlink_quietly(tmp)
-        raise output_error(path, exc) from exc
+    else:
+        tmp = tmp_path(path)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with pa.OSFile(str(tmp), "wb") as sink:
+                write(sink)
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, path)
+        except OSError as exc:
+            unlink_quietly(tmp)
+            raise output_error(path, exc) from exc
+    save_npy_atomic(_side(path, "rows"), counts)
+    save_npy_atomic(_side(path, "off"), offsets)  # last: marks the file complete
     return counts
 
 
 def _batch(t: pa.Table, schema: pa.Schema) -> pa.RecordBatch:
     if t.num_rows == 0:
         return pa.RecordBatch.from_pylist([], schema=schema)
-    return t.combine_chunks().to_batches()[0] if t.num_rows else t.to_batches()[0]
+    return t.combine_chunks().to_batches()[0]
 
 
-def _open(path: AnyPath) -> pa.ipc.RecordBatchFileReader:
+def partitioned_done(path: AnyPath) -> bool:
+    """Whether a producer's file is complete (its offsets sidecar exists)."""
+    return _side(as_path(path), "off").exists()
+
+
+def partition_counts(path: AnyPath) -> np.ndarray:
+    """The row count of every partition in one producer's file (from its sidecar: the file is not read)."""
+    from curate.storage import np_load
+
+    return np.asarray(np_load(_side(as_path(path), "rows")), np.int64)
+
+
+def _read_at(path: AnyPath, start: int, stop: int, schema_end: int | None) -> tuple[pa.Schema, pa.RecordBatch]:
     path = as_path(path)
     try:
         if isinstance(path, Path):
-            return pa.ipc.open_file(pa.memory_map(str(path), "r"))
-        return pa.ipc.open_file(path.open("rb"))
+            buf = pa.memory_map(str(path), "r")
+            schema = pa.ipc.read_schema(buf)
+            buf.seek(start)
+            msg = pa.ipc.read_message(pa.py_buffer(buf.read(stop - start)))
+        else:
+            with path.open("rb") as fh:
+                schema = pa.ipc.read_schema(pa.py_buffer(fh.read(schema_end or 1 << 16)))
+                fh.seek(start)
+                msg = pa.ipc.read_message(pa.py_buffer(fh.read(stop - start)))
+        return schema, pa.ipc.read_record_batch(msg, schema)
     except (OSError, pa.ArrowException) as exc:
         raise CurateError(f"{path}: cannot read a work file ({exc}); delete OUT/_work and run the stage again") from exc
 
 
-def partition_counts(path: AnyPath) -> np.ndarray:
-    """The row count of every partition in one producer's file (from its metadata: nothing else is read)."""
-    reader = _open(path)
-    raw = (reader.schema.metadata or {}).get(_COUNTS_KEY)
-    if raw is None:
-        return np.array([reader.get_batch(i).num_rows for i in range(reader.num_record_batches)], np.int64)
-    return np.asarray(json.loads(raw), np.int64)
+def _file_schema(path: AnyPath) -> pa.Schema:
+    path = as_path(path)
+    if isinstance(path, Path):
+        return pa.ipc.read_schema(pa.memory_map(str(path), "r"))
+    with path.open("rb") as fh:
+        return pa.ipc.read_schema(pa.py_buffer(fh.read(1 << 16)))
 
 
 def read_partition(paths: Sequence[AnyPath], part: int | Sequence[int], columns: list[str] | None = None,
                    schema: pa.Schema | None = None) -> pa.Table:  # fmt: skip
     """Partition ``part`` (or several) of every producer file in ``paths``, in path order, as one table."""
+    from curate.storage import np_load
+
     parts = [part] if isinstance(part, int) else list(part)
     pieces: list[pa.RecordBatch] = []
     for p in paths:
-        reader = _open(p)
-        if schema is None:
-            schema = reader.schema.remove_metadata()
+        off = np_load(_side(as_path(p), "off"))
+        rows = np_load(_side(as_path(p), "rows"))
         for q in parts:
-            b = reader.get_batch(q)
-            if b.num_rows:
-                pieces.append(b)
-    if schema is None:
-        raise ValueError("read_partition of no files needs a schema")
-    t = pa.Table.from_batches(pieces, schema=pieces[0].schema) if pieces else schema.empty_table()
-    t = t.replace_schema_metadata(None)
+            if int(rows[q]) == 0:
+                continue
+            file_schema, b = _read_at(p, int(off[q]), int(off[q + 1]), int(off[0]))
+            schema = schema or file_schema
+            pieces.append(b)
+    if not pieces:
+        if schema is None:
+            if not paths:
+                raise ValueError("read_partition of no files needs a schema")
+            schema = _file_schema(paths[0])
+        t = schema.empty_table()
+    else:
+        t = pa.Table.from_batches(pieces)
     return t.select(columns) if columns is not None else t

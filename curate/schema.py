@@ -24,6 +24,7 @@ STAGE_FIELDS: dict[str, pa.Field] = {
         pa.field("lang_score", pa.float32()),
         pa.field("quality_score", pa.float32()),
         pa.field("dup_cluster", pa.string()),
+        pa.field("dup_count", pa.int64()),
     ]
 }
 

@@ -238,7 +238,7 @@ def near_dup_corpus(tmp_path):
 
 
 def groups_of(out) -> set[frozenset]:
-    cl = pd.read_parquet(out / "_clusters.parquet")
+    cl = pd.read_parquet(out / "_clusters")
     return {frozenset(g["id"]) for _, g in cl.groupby("cluster")}
 
 
@@ -251,7 +251,7 @@ def test_fuzzy_finds_09_not_05(run, near_dup_corpus, tmp_path):
     groups = groups_of(tmp_path / "out")
     for i in range(6):
         assert frozenset({f"hi{i}-a", f"hi{i}-b"}) in groups
-    cl = pd.read_parquet(tmp_path / "out" / "_clusters.parquet")
+    cl = pd.read_parquet(tmp_path / "out" / "_clusters")
     assert not any(i.startswith(("lo", "single")) for i in cl["id"])
     kept = pd.read_parquet(tmp_path / "out")
     rej = pd.read_parquet(tmp_path / "out" / "_rejected")
@@ -283,9 +283,13 @@ def test_components_are_transitive(run, near_dup_corpus, tmp_path):
     assert truth["AB"] >= 0.84 and truth["BC"] >= 0.84 and truth["AC"] < 0.76
     run("dedup", "fuzzy", "--in", src, "--out", tmp_path / "out", "--verify", "exact", "--workers", "1")
     assert frozenset({"chain-a", "chain-b", "chain-c"}) in groups_of(tmp_path / "out")  # A and C joined through B
-    edges = pd.read_parquet(tmp_path / "out" / "_work" / "edges")
-    assert (edges["jaccard"] >= 0.8).all()  # exact verification: no weak link survives
-    assert len(edges) >= 2
+    ids = pd.concat([pd.read_parquet(f) for f in sorted((tmp_path / "out" / "_work" / "sig").glob("*.meta.parquet"))])
+    id_of = dict(zip(ids["doc"], ids["id"]))
+    u = np.concatenate([np.load(f) for f in sorted((tmp_path / "out" / "_work" / "cc" / "edges").glob("u-*.u.npy"))])
+    v = np.concatenate([np.load(f) for f in sorted((tmp_path / "out" / "_work" / "cc" / "edges").glob("u-*.v.npy"))])
+    edges = {frozenset({id_of[a], id_of[b]}) for a, b in zip(u.tolist(), v.tolist())}
+    assert {frozenset({"chain-a", "chain-b"}), frozenset({"chain-b", "chain-c"})} <= edges
+    assert frozenset({"chain-a", "chain-c"}) not in edges  # exact verification: no weak link survives
 
 
 def test_priority_decides_the_survivor(run, tmp_path):
@@ -354,7 +358,7 @@ def test_exact_dedup_normalisation_priority_and_ties(run, tmp_path):
     assert rej is None  # not asked for
     rej = pd.read_parquet(tmp_path / "o" / "_rejected")
     assert set(rej["dup_of"]) == {"a"}
-    cl = pd.read_parquet(tmp_path / "o" / "_clusters.parquet")
+    cl = pd.read_parquet(tmp_path / "o" / "_clusters")
     assert sorted(cl["id"]) == ["a", "b", "z"] and cl["kept"].sum() == 1
 
 
@@ -377,8 +381,14 @@ def test_one_and_two_workers_give_identical_output(run, near_dup_corpus, tmp_pat
 
 @pytest.mark.slow
 @pytest.mark.parametrize("phase,pattern,count", [
-    ("signatures", "_work/signatures/part-*.parquet", 4),
-    ("lsh", "_work/candidates/band-*.parquet", 3),
+    ("signatures", "_work/sig/c-*.meta.parquet", 4),
+    ("lsh", "_work/lsh/pairs/g-*.off.npy", 2),
+    ("pairs", "_work/cc/edges/u-*.json", 2),
+    ("components", "_work/cc/round-000/part-*.json", 2),
+    ("labels", "_work/cc/labels/part-*.json", 2),
+    ("attach", "_work/clusters/attach/g-*.off.npy", 2),
+    ("survivors", "_work/clusters/members/c-*.json", 2),
+    ("clusters", "_clusters/part-*.parquet", 2),
     ("removal", "part-*.parquet", 3),
 ])  # fmt: skip
 def test_fuzzy_killed_in_each_phase_reruns_to_identical_output(tmp_path, phase, pattern, count):
@@ -389,7 +399,7 @@ def test_fuzzy_killed_in_each_phase_reruns_to_identical_output(tmp_path, phase, 
         if i % 10 == 0:
             rows.append((f"v{i:05d}", variant(base, 0.9, i), "cc/X"))
     write_docs(tmp_path / "in", rows, shards=12)
-    env = {**os.environ, "CURATE_PROGRESS": "log"}
+    env = {**os.environ, "CURATE_PROGRESS": "log", "CURATE_MIN_PARTITIONS": "4"}  # every phase in several tasks
     args = [
         "dedup",
         "fuzzy",
@@ -647,3 +657,48 @@ def test_oph_estimates_jaccard_like_independent_permutations():
         err = (sig[0::2] == sig[1::2]).mean(axis=1) - truth
         assert abs(err.mean()) < 0.006, size
         assert err.std() < 1.15 * np.sqrt(truth * (1 - truth) / 128), size
+
+
+def _outputs(out: Path) -> dict[str, str]:
+    """sha256 of what a dedup stage writes for users: kept and rejected shards, the cluster listing (not _work/)."""
+    return {k: v for k, v in digest_dir(out).items() if not k.startswith("_work")}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stage", ["fuzzy", "exact"])
+def test_output_is_the_same_for_any_task_memory_and_worker_count(tmp_path, stage):
+    """Partition counts follow --task-memory (and CURATE_MIN_PARTITIONS); the output must not."""
+    rows = []
+    for i in range(600):
+        base = words(20_000 + i, 120)
+        rows.append((f"d{i:04d}", " ".join(base), "cc/X" if i % 3 else "pile/W"))
+        if i % 7 == 0:
+            rows.append((f"v{i:04d}", variant(base, 0.92, i) if stage == "fuzzy" else " ".join(base).upper(), "cc/X"))
+        if i % 50 == 0:
+            rows.extend((f"c{i:04d}-{k}", " ".join(base), "cc/Y") for k in range(30))  # a cluster of 31 copies
+    write_docs(tmp_path / "in", rows, shards=6)
+    args = ["dedup", stage, "--in", str(tmp_path / "in"), "--keep-rejected", "--priority", "pile/*"]
+    env = {**os.environ, "CURATE_PROGRESS": "log"}
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "one"), "--workers", "1"], check=True, env=env,
+                   capture_output=True)  # fmt: skip
+    many = {**env, "CURATE_MIN_PARTITIONS": "8"}
+    r = subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "many"), "--workers", "2", "--task-memory", "16MB"],
+                       check=True, env=many, capture_output=True, text=True)  # fmt: skip
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "small"), "--workers", "2", "--task-memory", "16MB"],
+                   check=True, env=env, capture_output=True)  # fmt: skip
+    plan = json.loads((tmp_path / "many" / "_SUCCESS").read_text())["dedup"]["plan"]
+    assert plan["task_memory"] == 16 << 20 and plan["groups"] > 1 and plan["survivor_parts"] >= 8, plan
+    one, many_ = _outputs(tmp_path / "one"), _outputs(tmp_path / "many")
+    assert one == _outputs(tmp_path / "small") and any(k.startswith("_clusters/") for k in one)  # byte for byte
+    shards = {k: v for k, v in one.items() if not k.startswith("_clusters")}
+    assert shards == {k: v for k, v in many_.items() if not k.startswith("_clusters")} and "part-00000.parquet" in shards
+
+    def listing(out: Path) -> pd.DataFrame:  # the forced listing parts differ: the same clusters in more files
+        return pd.read_parquet(out / "_clusters").sort_values(["cluster", "id"]).reset_index(drop=True)
+
+    pd.testing.assert_frame_equal(listing(tmp_path / "one"), listing(tmp_path / "many"))
+    kept = pd.read_parquet(tmp_path / "one")
+    big = kept[kept["dup_count"] >= 31]
+    assert len(big) >= 1 and int(big["dup_count"].max()) >= 31  # the 31 copies: one kept, standing for all of them
+    assert (kept["dup_count"] >= 1).all() and kept["id"].is_unique
+    assert "curate: error" not in r.stderr

@@ -196,4 +196,4 @@ def round_job(job: RoundJob) -> dict[str, Any]:
 
 
 def round_paths(work: Path, round_no: int, parts: int) -> list[str]:
-    return [str(work / "components" / f"round-{round_no:03d}" / f"part-{p:05d}") for p in range(parts)]
+    return [str(work / "cc" / f"round-{round_no:03d}" / f"part-{p:05d}") for p in range(parts)]

@@ -1,19 +1,27 @@
-"""Fuzzy deduplication across the whole corpus: MinHash, LSH, components, removal.
+"""Fuzzy deduplication across the whole corpus, every phase a set of bounded tasks: no process holds the corpus.
 
-Phases, each sharded, resumable, and leaving Parquet to inspect under ``OUT/_work/``:
+Phases (each a set of tasks on the executor, local processes or Ray; files under ``OUT/_work/``):
 
-a. ``signatures/part-S.parquet`` (doc, id, source, rank, length, shingles) per input
-   shard, with the signatures themselves in ``part-S.sig.npy`` (memory-mapped later) and
-   ``bands/part-S.parquet`` (doc, band_00, band_01, ...: each band's hash);
-b. ``candidates/band-BB.parquet``: per band, candidate pairs from runs of equal band
-   hashes (sorting, no in-memory dictionary); ``pairs/chunk-C.parquet``: their union
-   without repeats; ``edges/chunk-C.parquet``: the pairs whose Jaccard (estimated from
-   the signatures, or exact from ``shingles/``) reaches the threshold, with ``--verify``;
-c. ``components.parquet``: connected components of the edges (a vectorised union-find);
-d. ``OUT/_clusters.parquet`` (id, cluster, source, kept), then the removal pass writing
-   the kept documents with ``dup_cluster`` and the dropped ones with ``dup_of``.
+a. signatures, one task per chunk of an input shard (``signatures.py``): MinHash signatures,
+   band hashes bucketed by LSH partition (band, hash range), the documents' meta;
+b. LSH, one task per group of LSH partitions (``lsh.py``): candidate pairs from runs of equal
+   band hashes, bucketed by pair partition;
+c. union, one task per group of pair partitions: the pairs without repeats, verified with
+   ``--verify``, as edges for the components;
+d. connected components in rounds (``components.py``): large-star and small-star until every
+   component is a star around its smallest document, then each document's label;
+e. attach, survivors and listing (``clusters.py``): each component's survivor (best
+   ``--priority``, then longest, then smallest id), every member's cluster and how many
+   documents it stands for, and ``OUT/_clusters/part-K.parquet``;
+f. the removal pass per input shard: kept documents with ``dup_cluster`` and ``dup_count``,
+   dropped ones (``fuzzy_dup``) with ``dup_of``.
 
-A job whose output file exists is skipped, so a killed run resumes where it stopped.
+``--task-memory`` is the data one task may hold; from it and the rows each phase counted the
+plan chooses chunk sizes and partition counts (``_work/plan.json``, kept for a resumed run).
+The output is the same for any ``--task-memory``, worker count and executor, and the same as
+one process holding everything would write: every phase partitions by a hash or a range of
+the rows' own keys, and sorts what it joins. A task whose output exists is skipped, so a
+killed run resumes where it stopped.
 """
 
 from __future__ import annotations
@@ -24,24 +32,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
-
-from curate.dataset import iter_tables
 from curate.dedup import minhash
-from curate.dedup.clusters import ApplyClusters, choose_survivors, cluster_size_histogram, connected_components, doc_key, row_of, shard_of
-from curate.dedup.lsh import ShingleStore, SignatureStore, candidate_pairs, unique_pairs, verify_pairs
-from curate.dedup.minhash import MinHasher, band_hashes, optimal_bands
+from curate.dedup.components import EDGE_BYTES, RoundJob, round_job, round_paths
+from curate.dedup.lsh import LSH_BYTES, PAIR_BYTES, LshJob, UnionJob, lsh_job, union_job
+from curate.dedup.minhash import optimal_bands
+from curate.dedup.plan import TASK_MEMORY_HELP, Plan, budget_of, finish, group_parts, plan_groups, shard_rows, summed_counts
+from curate.dedup.signatures import SIG_BYTES_PER_DOC, SigJob, plan_chunks, sig_path, signature_job
 from curate.errors import CurateError
-from curate.formats.parquet import write_table_atomic
+from curate.partitions import format_size, plan_partitions
 from curate.registry import stage
 from curate.runtime import MAP_OPTIONS, Context, Stage, param
-from curate.schema import source_rank
-from curate.storage import read_parquet, save_npy_atomic, write_json_atomic
-from curate.targets import shard_name
+from curate.storage import as_path
 
 log = logging.getLogger("curate")
+
+MAX_ROUNDS = 200  # large-star/small-star settle in O(log^2 n) rounds; this is a guard, never reached
 
 
 @dataclass
@@ -76,215 +81,6 @@ class FuzzyConfig:
         return FuzzyConfig(self.threshold, self.ngram, self.num_perm, b, r, self.seed, self.verify, list(self.priority))
 
 
-# --------------------------------------------------------------------------- phase a
-
-
-@dataclass
-class _SigJob:
-    index: int
-    path: Path
-    work: Path
-    cfg: FuzzyConfig
-
-
-def _signature_job(job: _SigJob) -> dict[str, Any]:
-    cfg = job.cfg
-    sig_dir = job.work / "signatures"
-    meta_path = sig_dir / f"part-{job.index:05d}.parquet"
-    if meta_path.exists():
-        return {"skipped": 1}
-    t0 = time.perf_counter()
-    hasher = MinHasher(cfg.num_perm, cfg.ngram, cfg.seed)
-    rank = source_rank(cfg.priority)
-    metas, sigs, bands_list, sh_list, sh_off = [], [], [], [], [0]
-    row = 0
-    for table in iter_tables(job.path, ["id", "text", "source"]):
-        n = table.num_rows
-        if n == 0:
-            continue
-        sig, counts, sh, off = hasher.signatures(table.column("text"))
-        keys = doc_key(job.index, np.arange(row, row + n))
-        row += n
-        sources = table.column("source").to_pylist()
-        metas.append(
-            pa.table(
-                {
-                    "doc": keys,
-                    "id": table.column("id"),
-                    "source": table.column("source"),
-                    "rank": pa.array([rank(s) for s in sources], pa.int32()),
-                    "length": pc.utf8_length(table.column("text")).cast(pa.int64()),
-                    "shingles": pa.array(counts.astype(np.int32)),
-                }
-            )
-        )
-        sigs.append(sig)
-        bh = band_hashes(sig, cfg.bands, cfg.rows)
-        has = counts > 0
-        bands_list.append((bh[has], keys[has]))
-        if cfg.verify == "exact":
-            # 32 bits of each shingle hash, in document order: verification reads back only the
-            # documents in candidate pairs (ShingleStore.load) and compares them as sets
-            sh_list.append(sh.astype(np.uint32))
-            sh_off.extend((sh_off[-1] + off[1:]).tolist())
-    schema = pa.schema(
-        [
-            ("doc", pa.int64()),
-            ("id", pa.string()),
-            ("source", pa.string()),
-            ("rank", pa.int32()),
-            ("length", pa.int64()),
-            ("shingles", pa.int32()),
-        ]
-    )
-    meta = pa.concat_tables(metas).cast(schema) if metas else schema.empty_table()
-    sig_all = np.concatenate(sigs) if sigs else np.zeros((0, cfg.num_perm), np.uint32)
-    bh_all = np.concatenate([b for b, _ in bands_list]) if bands_list else np.zeros((0, cfg.bands), np.uint64)
-    keys_all = np.concatenate([k for _, k in bands_list]) if bands_list else np.zeros(0, np.int64)
-    by_band = np.ascontiguousarray(bh_all.T)
-    write_table_atomic(
-        job.work / "bands" / f"part-{job.index:05d}.parquet",
-        pa.table({"doc": keys_all, **{_band_column(b): by_band[b] for b in range(cfg.bands)}}),
-        compression="none",  # random hashes do not compress
-    )
-    if cfg.verify == "exact":
-        flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint32)
-        save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.npy", flat)
-        save_npy_atomic(job.work / "shingles" / f"part-{job.index:05d}.off.npy", np.asarray(sh_off, np.int64))
-    save_npy_atomic(sig_dir / f"part-{job.index:05d}.sig.npy", sig_all)
-    write_table_atomic(meta_path, meta)  # last: marks the job done
-    return {"docs": meta.num_rows, "no_shingles": int((meta.column("shingles").to_numpy() == 0).sum()), "seconds": time.perf_counter() - t0}
-
-
-# --------------------------------------------------------------------------- phase b
-
-
-def _band_column(band: int) -> str:
-    return f"band_{band:02d}"
-
-
-@dataclass
-class _BandJob:
-    band: int
-    work: Path
-    shards: int
-
-
-def _band_job(job: _BandJob) -> dict[str, Any]:
-    """Candidate pairs of one band: its (hash, doc) column pair from every shard, sorted; runs of equal hashes pair up."""
-    out = job.work / "candidates" / f"band-{job.band:02d}.parquet"
-    if out.exists():
-        return {"skipped": 1}
-    hs, ds = [], []
-    for s in range(job.shards):
-        t = read_parquet(job.work / "bands" / f"part-{s:05d}.parquet", columns=[_band_column(job.band), "doc"])
-        hs.append(t.column(0).to_numpy())
-        ds.append(t.column(1).to_numpy())
-    h = np.concatenate(hs) if hs else np.zeros(0, np.uint64)
-    d = np.concatenate(ds) if ds else np.zeros(0, np.int64)
-    a, b = candidate_pairs(h, d)
-    write_table_atomic(out, pa.table({"a": a, "b": b}))
-    return {"candidates": len(a), "docs": len(h)}
-
-
-@dataclass
-class _VerifyJob:
-    chunk: int
-    work: Path
-    cfg: FuzzyConfig
-
-
-VERIFY_CHUNK = 100_000  # candidate pairs per verification job (bounds the shingle sets it loads)
-
-
-def _verify_job(job: _VerifyJob) -> dict[str, Any]:
-    """Jaccard of each unique candidate pair of one chunk; keep those at the threshold."""
-    out = job.work / "edges" / f"chunk-{job.chunk:05d}.parquet"
-    if out.exists():
-        return {"skipped": 1}
-    t = read_parquet(job.work / "pairs" / f"chunk-{job.chunk:05d}.parquet")
-    a, b = t.column("a").to_numpy(), t.column("b").to_numpy()
-    sigs = SignatureStore(job.work / "signatures")
-    shingles = ShingleStore(job.work / "shingles") if job.cfg.verify == "exact" else None
-    a, b, j = verify_pairs(a, b, job.cfg.threshold, sigs, shingles)
-    write_table_atomic(out, pa.table({"a": a, "b": b, "jaccard": j}))
-    return {"pairs": t.num_rows, "edges": len(a)}
-
-
-def _unique_candidates(work: Path, bands: int) -> int:
-    """Union of every band's candidates, without repeats, cut into chunks for verification."""
-    done = work / "pairs" / "_chunks.json"
-    if done.exists():
-        import json
-
-        return int(json.loads(done.read_text())["chunks"])
-    a_all, b_all = [], []
-    for band in range(bands):
-        t = read_parquet(work / "candidates" / f"band-{band:02d}.parquet")
-        a_all.append(t.column("a").to_numpy())
-        b_all.append(t.column("b").to_numpy())
-    a, b = unique_pairs(np.concatenate(a_all), np.concatenate(b_all))
-    chunks = max(1, -(-len(a) // VERIFY_CHUNK))
-    for c in range(chunks):
-        sl = slice(c * VERIFY_CHUNK, (c + 1) * VERIFY_CHUNK)
-        write_table_atomic(work / "pairs" / f"chunk-{c:05d}.parquet", pa.table({"a": a[sl], "b": b[sl]}))
-    write_json_atomic(done, {"chunks": chunks, "pairs": int(len(a))})
-    return chunks
-
-
-# --------------------------------------------------------------------------- phases c, d
-
-
-def _components(work: Path, chunks: int, verified: bool) -> pa.Table:
-    out = work / "components.parquet"
-    if out.exists():
-        return read_parquet(out)
-    a_all, b_all = [], []
-    for c in range(chunks):
-        f = work / ("edges" if verified else "pairs") / f"chunk-{c:05d}.parquet"
-        t = read_parquet(f, columns=["a", "b"])
-        a_all.append(t.column("a").to_numpy())
-        b_all.append(t.column("b").to_numpy())
-    a, b = np.concatenate(a_all), np.concatenate(b_all)
-    nodes, labels = connected_components(a, b)
-    table = pa.table({"doc": nodes, "component": labels})
-    write_table_atomic(out, table)
-    write_json_atomic(work / "components.json", {"edges": int(len(a)), "docs_in_edges": int(len(nodes))})
-    return table
-
-
-def _members(work: Path, comps: pa.Table, shards: int) -> pa.Table:
-    """Join components with each document's id, source, rank and length (only docs in edges)."""
-    keys = comps.column("doc").to_numpy()
-    comp = comps.column("component").to_numpy()
-    sh = shard_of(keys)
-    parts = []
-    for s in np.unique(sh):
-        m = sh == s
-        meta = read_parquet(work / "signatures" / f"part-{int(s):05d}.parquet", columns=["id", "source", "rank", "length"])
-        rows = row_of(keys[m])
-        sub = meta.take(pa.array(rows))
-        parts.append(sub.append_column("doc", pa.array(keys[m])).append_column("component", pa.array(comp[m])))
-    if not parts:
-        return pa.table({"id": pa.array([], pa.string()), "source": pa.array([], pa.string()), "rank": pa.array([], pa.int32()),
-                         "length": pa.array([], pa.int64()), "doc": pa.array([], pa.int64()), "component": pa.array([], pa.int64())})  # fmt: skip
-    return pa.concat_tables(parts)
-
-
-def write_clusters(work: Path, out: Path, clusters: pa.Table, shards: int) -> None:
-    """``OUT/_clusters.parquet`` and this shard-by-shard view of it for the removal pass."""
-    docs = clusters.column("doc").to_numpy()
-    sh = shard_of(docs)
-    for s in range(shards):
-        m = sh == s
-        sub = clusters.filter(pa.array(m))
-        write_table_atomic(
-            work / "members" / f"part-{s:05d}.parquet",
-            pa.table({"row": pa.array(row_of(docs[m])), "cluster": sub.column("cluster"), "kept": sub.column("kept")}),
-        )
-    write_table_atomic(out / "_clusters.parquet", clusters.select(["id", "cluster", "source", "kept"]))
-
-
 PRIORITY_HELP = (
     "Ordered sources or globs, best first (e.g. 'pile/Wikipedia,pile/*,cc/*'): a cluster keeps its document from the best source."
 )
@@ -301,10 +97,13 @@ DEDUP_OPTIONS = tuple(o for o in MAP_OPTIONS if o != "only_sources")
 class FuzzyDedup(Stage):
     """MinHash-LSH near-duplicate removal across all inputs (MT-NLG: Jaccard >= 0.8).
 
-    Phases (each resumable, Parquet under OUT/_work/): signatures, LSH candidate pairs per
-    band, connected components, removal. From each cluster the document of the best
-    --priority source is kept (ties: the longest, then the smallest id); the others are
-    rejected with reason fuzzy_dup and dup_of. Kept cluster members get dup_cluster.
+    Phases (each a set of bounded, resumable tasks; files under OUT/_work/): signatures,
+    LSH candidate pairs per band and hash range, their union (verified with --verify),
+    connected components in rounds, survivors, removal. No task holds more than
+    --task-memory, whatever the corpus size; the output is the same for any value. From each
+    cluster the document of the best --priority source is kept (ties: the longest, then the
+    smallest id); the others are rejected with reason fuzzy_dup and dup_of. Kept cluster
+    members get dup_cluster, every kept document dup_count. OUT/_clusters/ lists the clusters.
 
     \b
     Example:
@@ -327,6 +126,10 @@ class FuzzyDedup(Stage):
                         "full signature (--verify alone), 'exact' computes it from the shingle sets.",
                         choices=("none", "signature", "exact"), flag_value="signature")  # fmt: skip
     seed: int = param(42, "MinHash permutation seed.")
+    dup_count: bool = param(True, "Give every kept document dup_count: how many documents of the input it stands for (its "
+                            "cluster's, summing an input dup_count from dedup exact), for up-weighting by cluster size.",
+                            secondary="--no-dup-count")  # fmt: skip
+    task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
 
     def __post_init__(self) -> None:
         if isinstance(self.priority, str):
@@ -349,66 +152,92 @@ class FuzzyDedup(Stage):
         """The phases over all inputs, then the removal pass."""
         cfg = self.cfg
         files = ctx.files
-        work = ctx.work
+        work = Path(str(ctx.work))
+        plan = Plan(work, budget_of(self.task_memory, ctx))
+        budget = plan.budget
         timings: dict[str, float] = {}
-        log.info(
-            "dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s, shingling %s",
-            len(files),
-            cfg.num_perm,
-            cfg.bands,
-            cfg.rows,
-            cfg.threshold,
-            cfg.verify,
-            minhash.SHINGLING,
-        )
+        log.info("dedup fuzzy: %d shard(s), %d permutations, %d bands x %d rows, threshold %.2f, verify %s, shingling %s, "
+                 "--task-memory %s", len(files), cfg.num_perm, cfg.bands, cfg.rows, cfg.threshold, cfg.verify, minhash.SHINGLING,
+                 format_size(budget))  # fmt: skip
 
+        # a. signatures, per chunk of an input shard
         t = time.perf_counter()
-        jobs = [_SigJob(i, f, work, cfg) for i, f in enumerate(files)]
-        ctx.map(_signature_job, jobs, labels=[shard_name(i) for i in range(len(files))], desc="dedup fuzzy: signatures")
+        rows = shard_rows(files)
+        total = sum(rows)
+        chunk_rows = plan.get("chunk_rows", lambda: max(1024, budget // 2 // SIG_BYTES_PER_DOC))
+        chunks = plan.get("chunks", lambda: plan_chunks(files, chunk_rows)[0])
+        first_chunk = plan.get("first_chunk", lambda: plan_chunks(files, chunk_rows)[1])
+        lsh_parts = plan.get("lsh_parts", lambda: plan_partitions(total, LSH_BYTES, budget, power_of_two=True))
+        sig_jobs = [SigJob(k, s_, a_, b_, str(files[s_]), str(work), cfg.num_perm, cfg.ngram, cfg.seed, cfg.bands, cfg.rows,
+                           lsh_parts, cfg.verify, list(cfg.priority)) for k, (s_, a_, b_) in enumerate(chunks)]  # fmt: skip
+        ctx.map(signature_job, sig_jobs, labels=[f"chunk-{k:06d}" for k in range(len(chunks))], desc="dedup fuzzy: signatures",
+                unit="chunk")  # fmt: skip
         timings["signatures"] = time.perf_counter() - t
 
+        # b. LSH candidate pairs, per group of (band, hash range) partitions
         t = time.perf_counter()
-        band_jobs = [_BandJob(b, work, len(files)) for b in range(cfg.bands)]
-        ctx.map(_band_job, band_jobs, labels=[f"band-{b:02d}" for b in range(cfg.bands)], desc="dedup fuzzy: LSH bands", unit="band")
-        chunks = _unique_candidates(work, cfg.bands)
+        lsh_in = [str(work / "lsh" / "in" / f"c-{k:06d}") for k in range(len(chunks))]
+        counts = summed_counts([as_path(p) for p in lsh_in], cfg.bands * lsh_parts)
+        pair_parts = plan.get("pair_parts", lambda: plan_partitions(int(counts.sum()) * 4, PAIR_BYTES, budget, power_of_two=True))
+        lsh_groups = plan.get("lsh_groups", lambda: group_parts(counts, LSH_BYTES, budget))
+        ljobs = [LshJob(g, parts, lsh_in, str(work), pair_parts, budget, lsh_parts) for g, parts in enumerate(lsh_groups)]
+        ctx.map(lsh_job, ljobs, labels=[f"lsh-{g:05d}" for g in range(len(ljobs))], desc="dedup fuzzy: LSH", unit="group")
+
+        # c. their union without repeats, verified
+        pair_files = [str(work / "lsh" / "pairs" / f"g-{g:05d}") for g in range(len(ljobs))]
+        pcounts = summed_counts([as_path(p) for p in pair_files], pair_parts)
+        candidates = int(pcounts.sum())
+        cc_parts = plan.get("cc_parts", lambda: plan_partitions(2 * candidates, EDGE_BYTES, budget))
+        union_groups = plan.get("union_groups", lambda: group_parts(pcounts, PAIR_BYTES, budget))
+        ujobs = [UnionJob(g, parts, pair_files, str(work), cc_parts, cfg.threshold, cfg.verify, first_chunk, chunk_rows, budget)
+                 for g, parts in enumerate(union_groups)]  # fmt: skip
+        unions = ctx.map(union_job, ujobs, labels=[f"pairs-{g:05d}" for g in range(len(ujobs))], desc="dedup fuzzy: pairs",
+                         unit="group")  # fmt: skip
+        unique_pairs = sum(u["pairs"] for u in unions)
+        edges = sum(u["edges"] for u in unions)
         timings["lsh"] = time.perf_counter() - t
 
-        if cfg.verify != "none":
-            t = time.perf_counter()
-            vjobs = [_VerifyJob(c, work, cfg) for c in range(chunks)]
-            ctx.map(_verify_job, vjobs, labels=[f"chunk-{c:05d}" for c in range(chunks)], desc="dedup fuzzy: verify", unit="chunk")
-            timings["verify"] = time.perf_counter() - t
-
+        # d. connected components, in rounds
         t = time.perf_counter()
-        comps = _components(work, chunks, cfg.verify != "none")
-        clusters_path = ctx.out / "_clusters.parquet"
-        if not clusters_path.exists():
-            clusters = choose_survivors(_members(work, comps, len(files)), tie_break_longest=True)
-            write_clusters(work, ctx.out, clusters, len(files))
-        clusters = read_parquet(clusters_path)
-        timings["clusters"] = time.perf_counter() - t
+        plan_groups(plan, files, min(total, 2 * edges))
+        inputs = [str(work / "cc" / "edges" / f"u-{g:05d}") for g in range(len(ujobs))]
+        labels, rounds = self._components(ctx, plan, inputs, cc_parts)
+        timings["components"] = time.perf_counter() - t
 
-        import json
+        # e, f. survivors, clusters, then the removal pass
+        def meta_of_group(_g: int, shards: list[int]) -> list[str]:
+            return [str(sig_path(work, k, "meta.parquet")) for k, (s_, _a, _b) in enumerate(chunks) if s_ in set(shards)]
 
-        comp_info = json.loads((work / "components.json").read_text())
-        candidates = json.loads((work / "pairs" / "_chunks.json").read_text())["pairs"]
+        numbers, per_shard = finish(ctx, plan, labels, meta_of_group, "fuzzy_dup", tag=True, dup_count=self.dup_count,
+                                    tie_break_longest=True, name="dedup fuzzy", timings=timings)  # fmt: skip
 
-        def finish(merged: dict[str, Any]) -> dict[str, Any]:
-            return {
-                "dedup": {
-                    "bands": cfg.bands,
-                    "rows": cfg.rows,
-                    "num_perm": cfg.num_perm,
-                    "threshold": cfg.threshold,
-                    "verify": cfg.verify,
-                    "candidate_pairs": candidates,
-                    "unique_edges": comp_info["edges"],
-                    "docs_in_edges": comp_info["docs_in_edges"],
-                    "clusters": int(clusters.filter(clusters.column("kept")).num_rows),
-                    "cluster_sizes": cluster_size_histogram(clusters),
-                    "phase_seconds": {k: round(v, 3) for k, v in timings.items()},
-                }
-            }
+        def record(merged: dict[str, Any]) -> dict[str, Any]:
+            return {"dedup": {"bands": cfg.bands, "rows": cfg.rows, "num_perm": cfg.num_perm, "threshold": cfg.threshold,
+                              "verify": cfg.verify, "candidate_pairs": unique_pairs, "unique_edges": edges,
+                              "docs_in_edges": numbers["docs_in_clusters"], "clusters": numbers["clusters"],
+                              "cluster_sizes": numbers["cluster_sizes"], "components_rounds": rounds, "plan": numbers["plan"],
+                              "phase_seconds": {k: round(v, 3) for k, v in timings.items()}}}  # fmt: skip
 
-        members = work / "members"
-        return ctx.map_pass(per_shard=lambda i, f: ApplyClusters(str(members / f"part-{i:05d}.parquet"), "fuzzy_dup"), finish=finish)
+        return ctx.map_pass(per_shard=per_shard, finish=record)
+
+    def _components(self, ctx: Context, plan: Plan, inputs: list[str], parts: int) -> tuple[list[str], int]:
+        """Large-star and small-star rounds until every component is a star; then the labels. Returns (label files, rounds)."""
+        work = Path(str(ctx.work))
+        groups, group_of_shard = int(plan.data["groups"]), plan.data["group_of_shard"]
+        k = 0
+        while True:
+            if k >= MAX_ROUNDS:
+                raise CurateError(f"dedup fuzzy: connected components did not settle in {MAX_ROUNDS} rounds (a bug: please report it)")
+            outs = round_paths(work, k, parts)
+            op = "large" if k % 2 == 0 else "small"
+            jobs = [RoundJob(p, parts, inputs, outs[p], op, plan.budget) for p in range(parts)]
+            stats = ctx.map(round_job, jobs, labels=[f"round-{k}-{p:05d}" for p in range(parts)], desc=f"dedup fuzzy: components {k + 1}",
+                            unit="part")  # fmt: skip
+            if all(s["stars"] for s in stats):
+                break  # this round's input is a star forest: its labels are the answer
+            inputs = outs
+            k += 1
+        label_out = [str(work / "cc" / "labels" / f"part-{p:05d}") for p in range(parts)]
+        jobs = [RoundJob(p, parts, inputs, label_out[p], "label", plan.budget, groups, group_of_shard) for p in range(parts)]
+        ctx.map(round_job, jobs, labels=[f"labels-{p:05d}" for p in range(parts)], desc="dedup fuzzy: labels", unit="part")
+        return label_out, k + 1

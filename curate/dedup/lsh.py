@@ -1,21 +1,28 @@
-"""LSH candidate pairs from sorted band hashes, and their verification.
+"""Fuzzy dedup, phases b and c: LSH candidate pairs per partition, their union without repeats, verification.
 
-Within one band, documents whose band hashes are equal are candidates. The band's
-(hash, doc) rows are sorted (no dictionary of the corpus), and each run of equal hashes
-becomes edges: every pair when the run is small (so verification can judge each pair),
-otherwise a star from the run's first document plus a chain through the run, which
-keeps the run connected with a number of edges linear in its size.
+Within one band, documents whose band hashes are equal are candidates. An LSH partition is one
+band's range of hash values, so every run of equal hashes lies in one partition: its (hash,
+doc) rows from every chunk are sorted (no dictionary of the corpus), and each run becomes
+edges: every pair when the run is small (so verification can judge each pair), otherwise a
+star from the run's first document plus a chain through the run, which keeps the run connected
+with a number of edges linear in its size. The pairs go to pair partitions by a hash of the
+pair, so one union task sees every copy of a pair (from every band) and keeps one; with
+``--verify`` it then keeps the pairs whose Jaccard reaches the threshold, and writes the edges,
+both ways, into the partitions of the connected-components rounds.
 """
 
 from __future__ import annotations
 
-from pathlib import Path
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
-from curate.dedup.clusters import row_of, shard_of
-from curate.dedup.minhash import estimated_jaccard, pair_jaccards, ranges
-from curate.storage import as_path, np_load
+from curate.dedup.components import bucket_done, read_buckets, write_buckets
+from curate.dedup.minhash import estimated_jaccard, pair_jaccards
+from curate.dedup.signatures import ChunkIndex, ShingleStore, SignatureStore
+from curate.partitions import check_fits, hash_partition, mix64
+from curate.storage import as_path
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)
 
@@ -62,63 +69,6 @@ def unique_pairs(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return pairs[:, 0].copy(), pairs[:, 1].copy()
 
 
-class SignatureStore:
-    """Signatures of every input shard, memory-mapped from ``_work/signatures/*.sig.npy``.
-
-    Worker processes share the page cache instead of each loading all signatures (on an
-    object store each shard's file is read into memory once per store).
-    """
-
-    def __init__(self, sig_dir: Path) -> None:
-        self.dir = as_path(sig_dir)
-        self._maps: dict[int, np.ndarray] = {}
-
-    def _shard(self, s: int) -> np.ndarray:
-        if s not in self._maps:
-            self._maps[s] = np_load(self.dir / f"part-{s:05d}.sig.npy")
-        return self._maps[s]
-
-    def get(self, keys: np.ndarray) -> np.ndarray:
-        """Signature rows of doc ``keys`` (any order), as one array."""
-        shards, rows = shard_of(keys), row_of(keys)
-        first = self._shard(int(shards[0])) if len(keys) else None
-        out = np.empty((len(keys), first.shape[1] if first is not None else 0), np.uint32)
-        for s in np.unique(shards):
-            m = shards == s
-            out[m] = self._shard(int(s))[rows[m]]
-        return out
-
-
-class ShingleStore:
-    """Shingle hashes per document (32 bits each, for ``--verify exact``), as the signature phase stored them.
-
-    :meth:`load` gathers the documents that verification needs, in one vectorised pass per
-    shard, copying them out of memory maps that are closed right after: memory holds the
-    shingles of one verification chunk (4 bytes each), never a whole shard's file.
-    """
-
-    def __init__(self, dir_: Path) -> None:
-        self.dir = as_path(dir_)
-
-    def load(self, keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(the sorted unique ``keys``, their shingle hashes concatenated, int64 offsets per key)."""
-        keys = np.unique(keys)
-        parts, counts = [], []
-        shards = shard_of(keys)
-        for s in np.unique(shards):  # sorted keys come shard by shard
-            rows = row_of(keys[shards == s])
-            flat = np_load(self.dir / f"part-{int(s):05d}.npy")
-            off = np_load(self.dir / f"part-{int(s):05d}.off.npy")
-            n_sh = np.asarray(off[rows + 1] - off[rows])
-            parts.append(np.asarray(flat[ranges(np.asarray(off[rows]), n_sh)]))
-            counts.append(n_sh)
-            del flat, off  # unmap: the pages read no longer count against the process
-        offsets = np.zeros(len(keys) + 1, np.int64)
-        if counts:
-            np.cumsum(np.concatenate(counts), out=offsets[1:])
-        return keys, (np.concatenate(parts) if parts else np.zeros(0, np.uint32)), offsets
-
-
 def verify_pairs(
     a: np.ndarray, b: np.ndarray, threshold: float, signatures: SignatureStore, shingles: ShingleStore | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -136,3 +86,95 @@ def verify_pairs(
         j = pair_jaccards(sh, offsets, np.searchsorted(keys, a), np.searchsorted(keys, b))
     keep = j >= np.float32(threshold) - np.float32(1e-6)
     return a[keep], b[keep], j[keep]
+
+
+# --------------------------------------------------------------------------- the tasks
+
+LSH_BYTES = 64  # one (hash, doc) row in an LSH task, with its sort and the pairs it makes
+PAIR_BYTES = 64  # one candidate pair in a union task, with the sort that removes repeats
+VERIFY_CHUNK = 100_000  # candidate pairs verified at once (bounds the signatures or shingles loaded)
+
+
+def pair_partition(a: np.ndarray, b: np.ndarray, parts: int) -> np.ndarray:
+    """The pair partition of each pair (a < b): a hash of both, so every copy of a pair meets in one union task."""
+    if parts == 1:
+        return np.zeros(len(a), np.int64)
+    with np.errstate(over="ignore"):
+        return (mix64(mix64(a.view(np.uint64)) ^ b.view(np.uint64)) % np.uint64(parts)).astype(np.int64)
+
+
+@dataclass
+class LshJob:
+    group: int
+    parts: list[int]  # LSH partitions (band * lsh_parts + hash range)
+    inputs: list[str]  # every chunk's bucket file
+    work: str
+    pair_parts: int
+    budget: int
+    lsh_parts: int = 1  # LSH partitions per band
+
+
+def lsh_job(job: LshJob) -> dict[str, Any]:
+    """Candidate pairs of a group of LSH partitions, bucketed by pair partition (skipped when written)."""
+    out = as_path(job.work) / "lsh" / "pairs" / f"g-{job.group:05d}"
+    if bucket_done(out):
+        return {"skipped": 1}
+    paths = [as_path(p) for p in job.inputs]
+    a_all, b_all = [], []
+    for p in job.parts:
+        cols = read_buckets(paths, [p], ["h", "d"])
+        check_fits(len(cols["h"]), LSH_BYTES, job.budget, f"dedup fuzzy: LSH bucket range {p % job.lsh_parts} of band {p // job.lsh_parts}")
+        a, b = candidate_pairs(cols["h"].astype(np.uint64), cols["d"].astype(np.int64))
+        a_all.append(a)
+        b_all.append(b)
+    a = np.concatenate(a_all) if a_all else np.zeros(0, np.int64)
+    b = np.concatenate(b_all) if b_all else np.zeros(0, np.int64)
+    write_buckets(out, {"a": a, "b": b}, pair_partition(a, b, job.pair_parts), job.pair_parts)
+    return {"candidates": int(len(a))}
+
+
+@dataclass
+class UnionJob:
+    group: int
+    parts: list[int]  # pair partitions
+    inputs: list[str]  # every LSH task's pair file
+    work: str
+    cc_parts: int
+    threshold: float
+    verify: str
+    first_chunk: list[int]
+    chunk_rows: int
+    budget: int
+
+
+def union_job(job: UnionJob) -> dict[str, Any]:
+    """The unique candidate pairs of a group of pair partitions, verified, as edges both ways for the first CC round."""
+    import json
+
+    from curate.storage import write_json_atomic
+
+    work = as_path(job.work)
+    out = work / "cc" / "edges" / f"u-{job.group:05d}"
+    stats_path = as_path(str(out) + ".json")
+    if bucket_done(out) and stats_path.exists():
+        return json.loads(stats_path.read_text())
+    paths = [as_path(p) for p in job.inputs]
+    cols = read_buckets(paths, job.parts, ["a", "b"])
+    check_fits(len(cols["a"]), PAIR_BYTES, job.budget, f"dedup fuzzy: candidate pairs of pair partitions {job.parts[0]}-{job.parts[-1]}")
+    a, b = unique_pairs(cols["a"].astype(np.int64), cols["b"].astype(np.int64))
+    pairs = len(a)
+    if job.verify != "none" and len(a):
+        index = ChunkIndex(job.first_chunk, job.chunk_rows)
+        sigs = SignatureStore(work, index)
+        shingles = ShingleStore(work, index) if job.verify == "exact" else None
+        kept_a, kept_b = [], []
+        for i in range(0, len(a), VERIFY_CHUNK):
+            ea, eb, _ = verify_pairs(a[i : i + VERIFY_CHUNK], b[i : i + VERIFY_CHUNK], job.threshold, sigs, shingles)
+            kept_a.append(ea)
+            kept_b.append(eb)
+        a, b = np.concatenate(kept_a), np.concatenate(kept_b)
+    u, v = np.concatenate([a, b]), np.concatenate([b, a])
+    write_buckets(out, {"u": u, "v": v}, hash_partition(u, job.cc_parts), job.cc_parts)
+    stats = {"pairs": int(pairs), "edges": int(len(a))}
+    write_json_atomic(stats_path, stats)
+    return stats

@@ -363,6 +363,20 @@ def np_load(path: AnyPath, mmap: bool = True, **kwargs: Any) -> Any:
     return np.load(io.BytesIO(path.read_bytes()), allow_pickle=False, **kwargs)
 
 
+def np_rows(path: AnyPath, start: int, stop: int) -> Any:
+    """Rows ``[start, stop)`` of a 1-d ``.npy`` file: a memory-map slice locally, one ranged read on an object store."""
+    import numpy as np
+
+    if isinstance(path, Path):
+        return np.asarray(np.load(path, mmap_mode="r", allow_pickle=False)[start:stop])
+    with path.open("rb") as fh:
+        version = np.lib.format.read_magic(fh)
+        read_header = np.lib.format.read_array_header_1_0 if version == (1, 0) else np.lib.format.read_array_header_2_0
+        _shape, _fortran, dtype = read_header(fh)
+        fh.seek(fh.tell() + start * dtype.itemsize)
+        return np.frombuffer(fh.read((stop - start) * dtype.itemsize), dtype).copy()
+
+
 def read_parquet(path: AnyPath, columns: list[str] | None = None) -> pa.Table:
     """One whole Parquet file (a work file, never a whole dataset)."""
     if isinstance(path, Path):

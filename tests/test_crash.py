@@ -150,7 +150,7 @@ CASES = {
                                     "--mode", "pareto", "--seed", 1, "--normalize", "none", *MAP],
                       [("part-*.parquet", 2), ("part-*.parquet", 4)], "_SUCCESS"),
     "dedup_exact": (lambda c, o: ["dedup", "exact", "--in", c["docs"], "--out", o, "--priority", "pile/*", *MAP],
-                    [("_work/hashes/_done/part-*", 3), ("part-*.parquet", 3)], "_SUCCESS"),
+                    [("_work/hash/c-*.meta.parquet", 3), ("part-*.parquet", 3)], "_SUCCESS"),
     "decontam": (lambda c, o: ["decontam", "--in", c["docs"], "--out", o, "--eval", c["eval"], "--min-piece-chars", 50, *MAP],
                  [("_work/count/part-*.json", 3), ("part-*.parquet", 3)], "_SUCCESS"),
     "tokenize": (lambda c, o: ["tokenize", "--in", c["docs"], "--out", o, "--per-source"],

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from curate.partitions import check_fits, hash_partition, mix64
-from curate.storage import AnyPath, np_load, save_npy_atomic
+from curate.storage import AnyPath, np_load, np_rows, save_npy_atomic
 
 EDGE_BYTES = 64  # one directed edge (16 bytes) with the temporaries of sorting and grouping it
 
@@ -77,14 +77,12 @@ def read_buckets(paths: list[AnyPath], parts: list[int] | range, names: list[str
     """Partitions ``parts`` of every file in ``paths``, as one array per column (path order, then partition order)."""
     out: dict[str, list[np.ndarray]] = {n: [] for n in names}
     for p in paths:
-        off = np_load(_as(str(p), ".off.npy"))
+        off = np.asarray(np_load(_as(str(p), ".off.npy")))
         spans = [(int(off[q]), int(off[q + 1])) for q in parts]
-        if not any(b > a for a, b in spans):
-            continue
+        spans = [(a, b) for a, b in spans if b > a]
         for n in names:
-            col = np_load(_as(str(p), f".{n}.npy"))
-            out[n].extend(np.asarray(col[a:b]) for a, b in spans if b > a)
-            del col
+            col = _as(str(p), f".{n}.npy")
+            out[n].extend(np_rows(col, a, b) for a, b in spans)
     return {n: (np.concatenate(v) if v else np.zeros(0, np.int64)) for n, v in out.items()}
 
 

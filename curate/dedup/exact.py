@@ -14,7 +14,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, ClassVar
 
 import numpy as np
@@ -185,7 +184,7 @@ class ExactDedup(Stage):
     def run(self, ctx: Context) -> dict[str, Any]:
         """Hash and group all inputs, then the removal pass."""
         files = ctx.files
-        work = Path(str(ctx.work))
+        work = ctx.work
         plan = Plan(work, budget_of(self.task_memory, ctx))
         budget = plan.budget
         timings: dict[str, float] = {}

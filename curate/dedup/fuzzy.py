@@ -29,7 +29,6 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any, ClassVar
 
 from curate.dedup import minhash
@@ -152,7 +151,7 @@ class FuzzyDedup(Stage):
         """The phases over all inputs, then the removal pass."""
         cfg = self.cfg
         files = ctx.files
-        work = Path(str(ctx.work))
+        work = ctx.work
         plan = Plan(work, budget_of(self.task_memory, ctx))
         budget = plan.budget
         timings: dict[str, float] = {}
@@ -222,7 +221,7 @@ class FuzzyDedup(Stage):
 
     def _components(self, ctx: Context, plan: Plan, inputs: list[str], parts: int) -> tuple[list[str], int]:
         """Large-star and small-star rounds until every component is a star; then the labels. Returns (label files, rounds)."""
-        work = Path(str(ctx.work))
+        work = ctx.work
         groups, group_of_shard = int(plan.data["groups"]), plan.data["group_of_shard"]
         k = 0
         while True:

@@ -14,7 +14,6 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -106,7 +105,7 @@ def finish(ctx: Context, plan: Plan, labels: list[str], meta_of_group: Callable[
            reason: str, *, tag: bool, dup_count: bool, tie_break_longest: bool, name: str,
            timings: dict[str, float]) -> tuple[dict[str, Any], Callable[[int, AnyPath], ApplyClusters]]:  # fmt: skip
     """Attach, survivors and listing over the ``labels`` shuffle; returns (the record's numbers, the removal pass per shard)."""
-    work = Path(str(ctx.work))
+    work = ctx.work
     budget = plan.budget
     groups = int(plan.data["groups"])
     group_of_shard = plan.data["group_of_shard"]

@@ -4,7 +4,7 @@ A chunk is ``chunk_rows`` consecutive rows of one input shard (the plan chooses 
 ``--task-memory``, so a task's memory does not follow the input's shard size). Each task writes,
 under ``_work/sig/``:
 
-- ``c-K.sig.npy``: the chunk's signatures (``num_perm`` uint32 per document), memory-mapped later;
+- ``c-K.sig.npy`` with ``--verify signature``: the chunk's signatures (``num_perm`` uint32 per document), memory-mapped later;
 - ``c-K.sh.npy`` and ``c-K.shoff.npy`` with ``--verify exact``: 32 bits of each shingle hash, per document;
 - ``_work/lsh/in/c-K``: every (band hash, doc) row, bucketed by LSH partition (band, hash range);
 - ``c-K.meta.parquet`` (doc, id, source, rank, length, shingles, weight), written last: it marks the task done.
@@ -85,8 +85,8 @@ def signature_job(job: SigJob) -> dict[str, Any]:
     hasher = MinHasher(job.num_perm, job.ngram, job.seed)
     rank = source_rank(job.priority)
     names = [c for c in ("id", "text", "source", "dup_count") if c in open_parquet(as_path(job.path)).schema_arrow.names]
-    n_rows = job.stop - job.start
-    sig_all = np.zeros((n_rows, job.num_perm), np.uint32)
+    keep_sigs = job.verify == "signature"  # only signature verification reads them back
+    sig_all = np.zeros((job.stop - job.start if keep_sigs else 0, job.num_perm), np.uint32)
     metas: list[pa.Table] = []
     bands_h: list[np.ndarray] = []
     bands_d: list[np.ndarray] = []
@@ -99,7 +99,8 @@ def signature_job(job: SigJob) -> dict[str, Any]:
         if n == 0:
             continue
         sig, counts, sh, off = hasher.signatures(table.column("text"))
-        sig_all[at : at + n] = sig
+        if keep_sigs:
+            sig_all[at : at + n] = sig
         keys = doc_key(job.shard, np.arange(job.start + at, job.start + at + n))
         at += n
         sources = table.column("source").to_pylist()
@@ -129,7 +130,8 @@ def signature_job(job: SigJob) -> dict[str, Any]:
         flat = np.concatenate(sh_list) if sh_list else np.zeros(0, np.uint32)
         save_npy_atomic(sig_path(work, job.chunk, "sh.npy"), flat)
         save_npy_atomic(sig_path(work, job.chunk, "shoff.npy"), np.asarray(sh_off, np.int64))
-    save_npy_atomic(sig_path(work, job.chunk, "sig.npy"), sig_all[:at])
+    if keep_sigs:
+        save_npy_atomic(sig_path(work, job.chunk, "sig.npy"), sig_all[:at])
     meta = pa.concat_tables(metas) if metas else META_SCHEMA.empty_table()
     write_table_atomic(meta_path, meta)  # last: marks the job done
     no_sh = int((meta.column("shingles").to_numpy() == 0).sum()) if meta.num_rows else 0

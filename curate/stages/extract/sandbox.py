@@ -190,7 +190,10 @@ def serve(extractor: str) -> int:
             result, status = fn(data.decode("utf-8", "surrogatepass")).encode("utf-8", "surrogatepass"), b"0"
         except Exception as exc:  # noqa: BLE001 - reported to the parent, counted there
             result, status = f"{type(exc).__name__}: {exc}".encode("utf-8", "replace")[:2000], b"1"
-        out.write(status + struct.pack("<Q", len(result)) + result)
+        try:
+            out.write(status + struct.pack("<Q", len(result)) + result)
+        except BrokenPipeError:  # the stage stopped (Ctrl-C, a killed worker): nobody is left to answer
+            return 0
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 ``curate download pile`` and ``curate import`` read the same kinds of files: JSON lines
 (plain, ``.gz``, ``.zst``) and Parquet, given as a file, a directory or a glob (local or an
 fsspec URL), and Hugging Face datasets (streamed from the hub, or saved with
-``save_to_disk``). What they share lives here; what a record means is each stage's own.
+``save_to_disk``), and check the ids they keep unique. What they share lives here; what a
+record means is each stage's own.
 This module imports no stage, no runtime and no executor.
 """
 
@@ -21,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
+import numpy as np
+import pyarrow as pa
 import zstandard
 
 from curate.errors import CurateError
@@ -291,3 +294,71 @@ def saved_dataset_tables(path: Any, split: str, batch_rows: int = 1024) -> Itera
             raise CurateError(f"{path}: no split {split!r} in this saved dataset (has: {', '.join(ds)}); choose one with --split")
         ds = ds[split]
     yield from ds.with_format("arrow").iter(batch_size=batch_rows)
+
+
+def parquet_tables(path: Any) -> Iterator[pa.Table]:
+    from curate.dataset import open_parquet
+
+    pf = open_parquet(path)
+    try:
+        for batch in pf.iter_batches(batch_size=1024, use_threads=False):
+            yield pa.Table.from_batches([batch])
+    except (OSError, pa.ArrowException) as exc:
+        raise CurateError(f"{path}: cannot read ({exc})") from exc
+
+
+def arrow_rows(table: pa.Table) -> Iterator[tuple[dict[str, Any], int]]:
+    """Rows of an Arrow table, and whether each held invalid UTF-8 (1: repaired to U+FFFD; 2: in a nested field, which is lost)."""
+    from curate.dataset import decode_texts, repair_utf8
+
+    bad: set[int] = set()
+    lost: set[int] = set()
+    for f, col in zip(table.schema, table.columns):
+        if pa.types.is_string(f.type) or pa.types.is_large_string(f.type):
+            try:
+                col.validate(full=True)
+            except pa.ArrowInvalid:
+                bad.update(i for i, v in enumerate(decode_texts(col)) if v is None)
+    table, _ = repair_utf8(table)
+    try:
+        rows = table.to_pylist()
+    except UnicodeDecodeError:  # invalid UTF-8 inside a struct or list: row by row, keeping what decodes
+        flat = [f.name for f in table.schema if not pa.types.is_nested(f.type)]
+        rows = []
+        for i in range(table.num_rows):
+            try:
+                rows.append(table.slice(i, 1).to_pylist()[0])
+            except UnicodeDecodeError:
+                rows.append(table.slice(i, 1).select(flat).to_pylist()[0])
+                lost.add(i)
+    for i, row in enumerate(rows):
+        yield row, 2 if i in lost else int(i in bad)
+
+
+class IdHashes:
+    """The ids a source stage keeps, 8 bytes each (xxh64), to check them unique at the end (the runtime's rule for foreign ids).
+
+    Only which hashes repeat is known here; the caller finds the records behind them by reading its input again.
+    """
+
+    def __init__(self) -> None:
+        self.full: list[np.ndarray] = []
+        self.buf, self.n = np.empty(1 << 16, np.uint64), 0
+
+    @staticmethod
+    def digest(rid: str) -> int:
+        import xxhash
+
+        return xxhash.xxh64_intdigest(rid.encode("utf-8", "surrogatepass"))
+
+    def add(self, rid: str) -> None:
+        self.buf[self.n] = self.digest(rid)
+        self.n += 1
+        if self.n == len(self.buf):
+            self.full.append(self.buf)
+            self.buf, self.n = np.empty(1 << 16, np.uint64), 0
+
+    def duplicates(self) -> set[int]:
+        """The hashes seen more than once (a hash collision is possible: compare the ids themselves)."""
+        h = np.sort(np.concatenate([*self.full, self.buf[: self.n]]))
+        return {int(x) for x in np.unique(h[1:][h[1:] == h[:-1]])}

@@ -257,7 +257,7 @@ class Importer:
                     start.fail(ln.lineno, ln.error or reason)
                 elif reason is None:
                     start.ok()
-                row = ln.row if reason is None else {"_error": ln.error, "_raw": ln.raw}
+                row = ln.row if reason is None else ln
                 yield f"{unit.path} line {ln.lineno}", f"{unit.rel}:{ln.lineno}", ln.lineno - 1, row, reason, int(ln.invalid_utf8)
             start.finish()
             return
@@ -282,6 +282,9 @@ class Importer:
     def _resolve(self, unit: Unit, row: dict[str, Any]) -> _Fields:
         st = self.st
         given = {"text": st.text_field, "id": st.id_field, "url": st.url_field, "source": st.source_field}
+        for part, path in given.items():
+            if path is not None and _lookup(row, path)[0] is None:
+                raise CurateError(f"{unit.path}: --{part}-field {path}: no such field in its first record (fields: {_fields(row)})")
         name = st.layout
         if name == "auto":
             generic = any(given.values())
@@ -295,11 +298,8 @@ class Importer:
             lay = LAYOUTS[name]
             fields = _Fields(name, flatten=lay.flatten)
             for part, candidates in (("text", lay.text), ("id", lay.id), ("url", lay.url), ("source", lay.source)):
-                path = given[part]
-                if path is not None and _lookup(row, path)[0] is None:
-                    raise CurateError(f"{unit.path}: --{part}-field {path}: no such field in its first record (fields: {_fields(row)})")
-                path = path if path is not None else next((c for c in candidates if _lookup(row, c)[0] is not None), None)
-                setattr(fields, part, path)
+                found = next((c for c in candidates if _lookup(row, c)[0] is not None), None)
+                setattr(fields, part, given[part] if given[part] is not None else found)
             if fields.text is None:
                 raise CurateError(f"{unit.path}: its records have no {' or '.join(lay.text)} field for the {name} layout "
                                   f"(fields: {_fields(row)}); name it with --text-field")  # fmt: skip
@@ -346,12 +346,9 @@ class Importer:
         if not isinstance(text, str):
             return self._bad(where, rid, "no_text" if text is None else "text_not_string", row)
         del holder[key]  # type: ignore[union-attr]
-        if f.id is None and not self.st.new_ids:  # the layout's own ids: RedPajama's files name theirs by path and row
-            found = _SNAPSHOT.search(str(unit.path).replace("\\", "/")) if f.layout == "redpajama" else None
+        if self.st.new_ids or f.id is None:  # RedPajama's documents files have none: its own ids are <path from the snapshot>/<row>
+            found = _SNAPSHOT.search(str(unit.path).replace("\\", "/")) if f.layout == "redpajama" and not self.st.new_ids else None
             doc_id = f"{found.group(1)}/{row_no}" if found else rid
-            self.counters["new_ids"] += 1
-        elif self.st.new_ids:
-            doc_id = rid
             self.counters["new_ids"] += 1
         else:
             doc_id = self._id(*_take(row, f.id, (str, int)), where, rid)
@@ -374,8 +371,10 @@ class Importer:
         text = row.get("text")
         if not isinstance(text, str):
             return self._bad(where, rid, "no_text" if text is None else "text_not_string", row)
-        extras: dict[str, Any] = {}
-        if set(row) == _CURATE_JSON and isinstance(row["metadata"], dict):  # a --format jsonl shard
+        jsonl = set(row) == _CURATE_JSON and isinstance(row["metadata"], dict)  # a --format jsonl shard, else Parquet
+        old_id = row.get("id")
+        doc_id = self._id(*_take(row, "id", (str, int)), where, rid)
+        if jsonl:
             md = dict(row["metadata"])
             url = md.pop("url", None)
             cols = {c: md.pop(c, None) for c in self.typed or []}
@@ -387,17 +386,22 @@ class Importer:
             url, nested = row.get("url"), row.get("meta")
             cols = {c: row.get(c) for c in self.typed or []}
             extras = {k: v for k, v in row.items() if k not in _CURATE_COLUMNS}
-        if self.st.new_ids and row.get("id") is not None:
-            extras = {**extras, "id": row["id"]}
+        if self.st.new_ids and old_id is not None:
+            extras = {**extras, "id": old_id}
         for c, v in cols.items():
             want = str if pa.types.is_string(STAGE_FIELDS[c].type) else (int, float)
             if v is not None and (isinstance(v, bool) or not isinstance(v, want)):
                 return self._bad(where, rid, "bad_column_value", row, f"{c} is {v!r:.40}")
         if not isinstance(url, str):
             url = None
-        rid_value = row.get("id")
-        doc = {"id": self._id(rid_value, rid_value is None or isinstance(rid_value, (str, int)) and not isinstance(rid_value, bool), where, rid), "text": text, "source": self._source(row.get("source"), True), "url": url,
-               "meta": _fold(nested, extras), **cols}  # fmt: skip
+        doc = {
+            "id": doc_id,
+            "text": text,
+            "source": self._source(row.get("source"), True),
+            "url": url,
+            "meta": _fold(nested, extras),
+            **cols,
+        }
         if self.st.new_ids:
             self.counters["new_ids"] += 1
         return self._checked(doc, where, utf8)
@@ -419,8 +423,8 @@ class Importer:
     def _bad(self, where: str, rid: str, reason: str, row: Any, error: str | None = None) -> Record:
         """A rejected record: its text the raw line (JSON lines), its meta what the record held (for --keep-rejected)."""
         raw, err = "", error
-        if isinstance(row, dict) and "_raw" in row:
-            raw, err, row = row["_raw"][:10_000], row["_error"], None
+        if isinstance(row, readers.JsonLine):
+            raw, err, row = row.raw[:10_000].rstrip("\r\n"), row.error, None
         meta = readers.valid_utf8(_dumps(row)) if isinstance(row, dict) else None
         err = err or {"no_text": "no text field", "text_not_string": "the text is not a string"}.get(reason, reason)
         doc = {"id": rid, "text": readers.valid_utf8(raw), "source": self.default_source, "url": None, "meta": meta, "_error": err}

@@ -265,6 +265,10 @@ def pile_records(
         taken[key] += 1
         rec.doc["source"] = f"pile/{subset_slug(name)}"
         yield rec
+    if counters["no_subset"]:
+        log.warning("%s: %s record(s) have no meta.pile_set_name (source pile/unknown, new ids); files in other layouts "
+                    "(FineWeb, Dolma, RedPajama, plain text) keep their ids, URLs and fields with `curate import`",
+                    dataset, f"{counters['no_subset']:,}")  # fmt: skip
     if wanted is not None:
         for key, display in wanted.items():
             if taken[key] == 0:

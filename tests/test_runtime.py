@@ -438,6 +438,7 @@ def test_a_new_map_stage_is_one_module(pile, tmp_path):
 # Arguments that make each registered stage constructible (its required parameters), for the checks below.
 _REQUIRED = {
     "download pile": {"dataset": str(SAMPLE / "pile")},
+    "import": {"dataset": str(SAMPLE / "pile")},
     "download cc": {"snapshot": "CC-MAIN-2020-50", "segments": 1},
     "quality train": {"pos": [str(SAMPLE / "pile")], "neg": [str(SAMPLE / "pile")]},
     "quality score": {"model": str(ROOT / "curate" / "resources" / "lid.176.ftz"), "label": "__label__en"},

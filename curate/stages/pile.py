@@ -161,6 +161,20 @@ def _parquet_rows(pf: pq.ParquetFile, cols: list[str], path: Path, counters: Cou
         raise CurateError(f"{path}: cannot read ({exc})") from exc
 
 
+def _row_record(row: dict[str, Any], rid: str, counters: Counter) -> Record:
+    """A Parquet or hub row (``meta`` a struct or a JSON string) as a record; no string ``text``: ``bad_record``."""
+    meta = row.get("meta")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            meta = {"raw": meta}
+    if not isinstance(row.get("text"), str):
+        counters["bad_record"] += 1
+        return _bad(rid, "")
+    return Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+
+
 def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Record]:
     """Records of a Parquet file in the Pile layout (``text``, ``meta`` struct or JSON string)."""
     try:
@@ -174,18 +188,7 @@ def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Recor
     for rows in _parquet_rows(pf, cols, path, counters):
         for row in rows:
             row_no += 1
-            rid = f"{rel}:{row_no}"
-            meta = row.get("meta")
-            if isinstance(meta, str):
-                try:
-                    meta = json.loads(meta)
-                except ValueError:
-                    meta = {"raw": meta}
-            if not isinstance(row.get("text"), str):
-                counters["bad_record"] += 1
-                yield _bad(rid, "")
-                continue
-            yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+            yield _row_record(row, f"{rel}:{row_no}", counters)
 
 
 def iter_local(spec: str, counters: Counter) -> Iterator[Record]:
@@ -203,18 +206,7 @@ def iter_hub(name: str, split: str, config: str | None, counters: Counter) -> It
     """Stream a hub dataset (or a local dataset directory) through ``datasets``."""
     rows = hub_rows(name, split, config, "pass local files (.jsonl, .jsonl.zst, .json.gz, .parquet) instead")
     for i, row in enumerate(rows):
-        rid = f"{name}:{split}:{i}"
-        meta = row.get("meta")
-        if isinstance(meta, str):
-            try:
-                meta = json.loads(meta)
-            except ValueError:
-                meta = {"raw": meta}
-        if not isinstance(row.get("text"), str):
-            counters["bad_record"] += 1
-            yield _bad(rid, "")
-            continue
-        yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+        yield _row_record(row, f"{name}:{split}:{i}", counters)
 
 
 def pile_records(

@@ -327,11 +327,13 @@ def main() -> int:
     body.append(tables.md_table(["documents", "text per doc", "core-hours", "wall on 512 cores", "peak memory per task", "scratch disk (_work/)"],
                                 [[f"{MTNLG_DOCS / 1e9:.2f} billion", f"{MTNLG_DOC_BYTES:,} B", f"{core_s / 3600:,.0f}",
                                   f"{core_s / 512 / 3600:,.1f} h", f"{fmt_mb(r['rss'])} MB (measured, flat)", f"{scratch / 1e12:,.1f} TB"]]))  # fmt: skip
-    note = ("The signature phase scales with the text (measured core-seconds per byte at the largest size, times the documents' bytes); "
-            "LSH, pairs, components, clusters and the removal pass with the documents (core-seconds per document at the largest size). "
-            "The scratch disk scales with the documents as measured (--verify exact stores 32 bits per shingle). The peak per task is "
-            "the measured one: it does not grow with the corpus at a fixed --task-memory. Planning assumption: duplicates as common as in "
-            "this corpus; a corpus with more candidate pairs per document needs proportionally more LSH and pair time.")
+    note = (
+        "The signature phase scales with the text (measured core-seconds per byte at the largest size, times the documents' bytes); "
+        "LSH, pairs, components, clusters and the removal pass with the documents (core-seconds per document at the largest size). "
+        "The scratch disk scales with the documents as measured (--verify exact stores 32 bits per shingle). The peak per task is "
+        "the measured one: it does not grow with the corpus at a fixed --task-memory. Planning assumption: duplicates as common as in "
+        "this corpus; a corpus with more candidate pairs per document needs proportionally more LSH and pair time."
+    )
     body.append("\n" + note)
     text = "\n".join(body)
     print(text)

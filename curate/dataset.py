@@ -321,7 +321,9 @@ def iter_tables(
         yield conform(sel.empty_table())
 
 
-def _batches(pf: pq.ParquetFile, batch_rows: int, columns: list[str] | None, rows: tuple[int, int] | None) -> Iterator[tuple[pa.RecordBatch, int]]:
+def _batches(
+    pf: pq.ParquetFile, batch_rows: int, columns: list[str] | None, rows: tuple[int, int] | None
+) -> Iterator[tuple[pa.RecordBatch, int]]:
     """``(batch, its first row in the file)``, of the whole file or of the rows ``[start, stop)``."""
     if rows is None:
         row = 0

@@ -12,9 +12,9 @@ point's name. Built-in modules are found by walking curate's own packages, so a 
 under ``curate/stages/`` needs no line anywhere else.
 
 Looking a name up imports as little as it can: the built-in modules whose file names match
-the name are tried first (``dedup fuzzy`` -> ``curate/dedup/fuzzy.py``), then every built-in
-module, then the entry points. The naming convention only makes a lookup cheap; a module of
-any name is still found.
+the name (or start with its last word) are tried first (``dedup fuzzy`` -> ``curate/dedup/fuzzy.py``,
+``import`` -> ``curate/stages/importer.py``), then every built-in module, then the entry points.
+The naming convention only makes a lookup cheap; a module of any name is still found.
 """
 
 from __future__ import annotations
@@ -150,7 +150,7 @@ class Registry:
             stem = module.rsplit(".", 1)[-1].lower().lstrip("_")
             parts = stem.split("_")
             inside = any(module.startswith(p + ".") for p in packages)
-            if inside or stem in words or words[-1] in parts or stem.rstrip("s") in words:
+            if inside or stem in words or words[-1] in parts or stem.rstrip("s") in words or stem.startswith(words[-1]):
                 _import(module)
                 if name in self._entries:
                     return

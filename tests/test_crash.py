@@ -14,6 +14,7 @@ watcher sees each file appear before the stage can finish.
 
 from __future__ import annotations
 
+import gzip
 import hashlib
 import json
 import os
@@ -128,6 +129,10 @@ def corpus(tmp_path_factory) -> dict[str, Path]:
     )
     for f in range(3):
         write_jsonl_zst(root / "pile" / f"{f:02d}.jsonl.zst", pile_rows(2000, ["Wikipedia (en)", "ArXiv"], start=f * 2000))
+        dolma = [{"id": f"c4-{f}-{i}", "text": prose(f * 2000 + i, 40), "source": "c4", "added": "2023-08-01",
+                  "metadata": {"url": f"http://c4.example/{f}/{i}"}} for i in range(2000)]  # fmt: skip
+        (root / "dolma").mkdir(exist_ok=True)
+        (root / "dolma" / f"{f:02d}.json.gz").write_bytes(gzip.compress("".join(json.dumps(r) + "\n" for r in dolma).encode()))
     for f in range(6):
         make_warc(root / "cc" / "crawl-data" / "CC-MAIN-2020-50" / f"CC-MAIN-{f:05d}.warc.gz", pages(40, start=f * 40))
     return {"root": root, "docs": docs, "eval": root / "eval.jsonl", "blend": root / "blend.yaml"}
@@ -140,6 +145,8 @@ MAP = ("--keep-rejected",)
 CASES = {
     "download_pile": (lambda c, o: ["download", "pile", "--dataset", c["root"] / "pile", "--shard-docs", 250, "--out", o, *MAP],
                       [("part-*.parquet", 3), ("part-*.parquet", 6)], "_SUCCESS"),
+    "import": (lambda c, o: ["import", "--dataset", c["root"] / "dolma", "--shard-docs", 250, "--out", o, *MAP],
+               [("part-*.parquet", 3), ("part-*.parquet", 6)], "_SUCCESS"),
     "extract": (lambda c, o: ["extract", "--in", c["root"] / "cc", "--out", o, *MAP],
                 [("part-*.parquet", 1), ("part-*.parquet", 2)], "_SUCCESS"),
     "clean": (lambda c, o: ["clean", "--in", c["docs"], "--out", o, *MAP], [("part-*.parquet", 2), ("part-*.parquet", 4)], "_SUCCESS"),
@@ -161,12 +168,13 @@ CASES = {
 
 
 POOLED = {"dedup_exact"}  # killed with two worker processes (the pool dies too); the others run in-process
+STREAMED = {"download_pile", "import"}  # one record stream: no --workers
 
 
 @pytest.mark.parametrize("stage", sorted(CASES))
 def test_killed_stage_reruns_to_identical_output(corpus, tmp_path, stage, run):
     args, points, marker_name = CASES[stage]
-    workers = [] if stage == "download_pile" else ["--workers", 2 if stage in POOLED else 1]
+    workers = [] if stage in STREAMED else ["--workers", 2 if stage in POOLED else 1]
     ref = tmp_path / "ref"
     run("--quiet", *args(corpus, ref), *(["--workers", 1] if workers else []))  # in-process: no interpreter start-up
     out = tmp_path / "out"

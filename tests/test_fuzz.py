@@ -280,7 +280,9 @@ def check_text_stages(texts: list[str], sources: list[str]) -> None:
         _utf8_ok(res.kept)
         for reason in res.rejected.column("reason").to_pylist():
             rs, _, rule = reason.partition(":")
-            assert reason in ("empty", "lang", "invalid_utf8") or (rs in known_rule_sets() and rule in known_rule_sets()[rs].reasons), reason
+            assert reason in ("empty", "lang", "invalid_utf8") or (rs in known_rule_sets() and rule in known_rule_sets()[rs].reasons), (
+                reason
+            )
 
 
 texts = st.lists(

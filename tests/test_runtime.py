@@ -267,7 +267,7 @@ def test_shared_flags_mean_the_same_everywhere():
     from curate.runtime import COMMON
 
     stage_commands = {name: cmd for name, cmd in _commands() if name not in ("inspect", "report", "stats")}
-    assert set(stage_commands) == {"download pile", "download cc", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality train",
+    assert set(stage_commands) == {"download pile", "download cc", "import", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality train",
                                    "quality score", "dedup exact", "dedup fuzzy", "decontam", "tokenize", "blend"}  # fmt: skip
     has = {name: {p.name: p for p in cmd.params} for name, cmd in stage_commands.items()}
     for name, params in has.items():
@@ -439,6 +439,7 @@ def test_a_new_map_stage_is_one_module(pile, tmp_path):
 # Arguments that make each registered stage constructible (its required parameters), for the checks below.
 _REQUIRED = {
     "download pile": {"dataset": str(SAMPLE / "pile")},
+    "import": {"dataset": str(SAMPLE / "pile")},
     "download cc": {"snapshot": "CC-MAIN-2020-50", "segments": 1},
     "quality train": {"pos": [str(SAMPLE / "pile")], "neg": [str(SAMPLE / "pile")]},
     "quality score": {"model": str(ROOT / "curate" / "resources" / "lid.176.ftz"), "label": "__label__en"},

@@ -58,7 +58,9 @@ class Plan:
         self.path = as_path(work) / "plan.json"
         self.data: dict[str, Any] = read_json(self.path) or {}
         if self.data.get("task_memory") and self.data["task_memory"] != budget:
-            logging.getLogger("curate").info("dedup: resuming with the plan of the run that started (--task-memory %s)", format_size(self.data["task_memory"]))
+            logging.getLogger("curate").info(
+                "dedup: resuming with the plan of the run that started (--task-memory %s)", format_size(self.data["task_memory"])
+            )
         self.data.setdefault("task_memory", budget)
         self.budget = int(self.data["task_memory"])
 

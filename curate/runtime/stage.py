@@ -86,7 +86,9 @@ class Stage:
         Not overridden by stages (a test holds them to it): a new declared field is recorded,
         and so restarts the output when it changes, without anyone listing it.
         """
-        out = {f.name: getattr(self, f.name) for f, p in declared_params(type(self)) if p.record and (p.relevant is None or p.relevant(self))}
+        out = {
+            f.name: getattr(self, f.name) for f, p in declared_params(type(self)) if p.record and (p.relevant is None or p.relevant(self))
+        }
         out.update(self.derived_params())
         return out
 

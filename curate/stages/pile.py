@@ -10,28 +10,21 @@ cuts into shards.
 from __future__ import annotations
 
 import difflib
-import glob
-import gzip
-import io
 import json
 import logging
-import os
 import re
-import zlib
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, ClassVar
+from typing import Any, ClassVar
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-import zstandard
 
 from curate.dataset import Inputs, files_fingerprint, input_name, sha256_json
 from curate.errors import CurateError
-from curate.hub import check_hub_reachable
-from curate.limits import CappedReader, DecompressionLimit, bomb_message, decompressed_limit
+from curate.readers import MAX_LINE_BYTES, SUFFIXES, BadStart, Record, ZstdFrames, find_files, hub_rows, is_local, json_lines, valid_utf8
 from curate.registry import stage
 from curate.runtime import Common, Context, Stage, param
 
@@ -44,9 +37,7 @@ PILE_SUBSETS = [
     "OpenSubtitles", "Wikipedia (en)", "DM Mathematics", "Ubuntu IRC", "BookCorpus2",
     "EuroParl", "HackerNews", "YoutubeSubtitles", "PhilPapers", "NIH ExPorter", "Enron Emails",
 ]  # fmt: skip
-SUFFIXES = (".jsonl", ".jsonl.zst", ".json.zst", ".jsonl.gz", ".json.gz", ".parquet")  # plain .json is not JSON lines (a manifest, say)
-MAX_LINE_BYTES = int(os.environ.get("CURATE_MAX_LINE_BYTES", str(64 << 20)))
-_BAD_FILE_LINES = 20  # this many unparsable lines before any good one: not a JSON-lines file
+__all__ = ["MAX_LINE_BYTES", "SUFFIXES", "ZstdFrames", "DownloadPile", "find_files", "is_local", "pile_records", "read_jsonl_file"]
 
 
 def subset_slug(name: str) -> str:
@@ -80,151 +71,6 @@ def resolve_subsets(requested: list[str], allow_unknown: bool = False) -> dict[s
     return out
 
 
-@dataclass
-class Record:
-    """One input record: a document, or a rejected one with its ``reason``."""
-
-    doc: dict[str, Any]
-    reason: str | None = None
-
-
-def find_files(spec: str) -> tuple[list[Path], Path]:
-    """The data files a local ``--dataset`` names (file, directory or glob, or an fsspec URL of one), and their root."""
-    from curate.storage import RemotePath, as_path, glob_paths
-
-    p = as_path(spec)
-    if isinstance(p, RemotePath) and any(ch in spec for ch in "*?["):
-        matches = [f for f in glob_paths(spec) if f.is_file()]
-        if matches:
-            return matches, RemotePath(f"{p.protocol}://{os.path.commonpath([m.parent.path for m in matches])}")
-        raise CurateError(f"{spec}: no such file or directory")
-    if p.is_file():
-        return [p], p.parent
-    if p.is_dir():
-        files = sorted(f for f in p.rglob("*") if f.is_file() and f.name.endswith(SUFFIXES) and not f.name.startswith((".", "_")))
-        if not files:
-            raise CurateError(f"{spec}: no data files ({', '.join(SUFFIXES)}) in this directory")
-        return files, p
-    matches = sorted(Path(f) for f in glob.glob(spec, recursive=True) if Path(f).is_file())
-    if matches:
-        return matches, Path(os.path.commonpath([str(m.parent) for m in matches]))
-    raise CurateError(f"{spec}: no such file or directory")
-
-
-def is_local(spec: str) -> bool:
-    """Whether ``--dataset`` names local files or an fsspec URL (else it is a hub name)."""
-    from curate.storage import is_url
-
-    return is_url(spec) or Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
-
-
-class ZstdFrames(io.RawIOBase):
-    """Decompresses a (multi-frame) zstd file, raising ``EOFError`` when it is truncated.
-
-    ``zstandard``'s stream reader returns short data without an error when the last frame
-    is cut off; this reader tracks frame ends, so a truncated download is never taken for
-    a complete file. Checksums in the frames are verified by the decompressor.
-
-    Memory is bounded whatever the input: ``decompress`` returns everything a piece of input
-    inflates to, and zstd inflates up to ~32,000:1, so the input is fed ``FEED`` bytes at a
-    time (at most ~32 MB out per call; a 1 MB chunk of a bomb would give 32 GB).
-    """
-
-    FEED = 1024
-
-    def __init__(self, raw: BinaryIO, chunk: int = 1 << 20) -> None:
-        self.raw, self.chunk = raw, chunk
-        self.dctx = zstandard.ZstdDecompressor(max_window_size=2**31)
-        self.dobj = self.dctx.decompressobj()
-        self.pending = memoryview(b"")  # compressed input not yet fed
-        self.out = memoryview(b"")  # decompressed output not yet read
-        self.in_frame = False
-        self.done = False
-
-    def readable(self) -> bool:
-        return True
-
-    def _fill(self) -> None:
-        while not self.out and not self.done:
-            if not self.pending:
-                data = self.raw.read(self.chunk)
-                if not data:
-                    if self.in_frame:
-                        raise EOFError("truncated zstd stream (the last frame is incomplete)")
-                    self.done = True
-                    return
-                self.pending = memoryview(data)
-            piece = self.pending[: self.FEED]
-            self.in_frame = True
-            self.out = memoryview(self.dobj.decompress(piece))
-            if self.dobj.eof:  # a frame ended inside ``piece``: the rest of it starts the next frame
-                self.pending = self.pending[len(piece) - len(self.dobj.unused_data) :]
-                self.dobj = self.dctx.decompressobj()
-                self.in_frame = False
-            else:
-                self.pending = self.pending[len(piece) :]
-
-    def readinto(self, b: Any) -> int:
-        self._fill()
-        n = min(len(b), len(self.out))
-        b[:n] = self.out[:n]
-        self.out = self.out[n:]
-        return n
-
-    def close(self) -> None:
-        self.raw.close()
-        super().close()
-
-
-def _compressed_size(path: Path) -> int | None:
-    try:
-        return path.stat().st_size
-    except (OSError, CurateError):
-        return None
-
-
-def _open_binary(path: Path) -> BinaryIO:
-    """The file's bytes, decompressed (``.zst``, ``.gz``) with bounded memory and a cap on the total (``curate.limits``)."""
-    from curate.storage import open_input
-
-    raw = open_input(path)  # closed by the caller through the wrapper
-    name = path.name
-    if name.endswith(".zst"):
-        inner: Any = ZstdFrames(raw)
-    elif name.endswith(".gz"):
-        inner = gzip.GzipFile(fileobj=raw, mode="rb")
-    else:
-        return raw
-    capped = CappedReader(inner, decompressed_limit(_compressed_size(path)), also_close=raw)
-    return io.BufferedReader(capped, buffer_size=1 << 20)  # type: ignore[return-value]
-
-
-def _lines(fh: BinaryIO, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
-    """Yield (line number, line); a line longer than ``max_bytes`` yields None (skipped whole)."""
-    lineno = 0
-    while True:
-        line = fh.readline(max_bytes + 1)
-        if not line:
-            return
-        lineno += 1
-        if len(line) > max_bytes and not line.endswith(b"\n"):
-            while True:  # discard the rest of the over-long line without holding it
-                rest = fh.readline(1 << 20)
-                if not rest or rest.endswith(b"\n"):
-                    break
-            yield lineno, None
-            continue
-        yield lineno, line
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def _valid(s: str) -> str:
-    """``s`` made encodable as UTF-8: JSON escapes such as ``"\\ud800"`` give lone surrogates, which become U+FFFD."""
-    return s if s.isascii() or not _SURROGATE.search(s) else _SURROGATE.sub("\ufffd", s)
-
-
 def _doc(text: Any, meta: Any, rid: str, source: str, url: Any = None, counters: Counter | None = None) -> dict[str, Any]:
     doc = {
         "id": rid,
@@ -237,7 +83,7 @@ def _doc(text: Any, meta: Any, rid: str, source: str, url: Any = None, counters:
     for key in ("text", "url", "meta"):
         value = doc[key]
         if isinstance(value, str) and not value.isascii():
-            fixed = _valid(value)
+            fixed = valid_utf8(value)
             if fixed is not value:
                 doc[key], repaired = fixed, True
     if repaired and counters is not None:
@@ -262,49 +108,29 @@ def read_jsonl_file(path: Path, rel: str, counters: Counter, max_line_bytes: int
     A file that cannot be decompressed, or whose first lines are all unparsable, stops the
     stage with a one-line error naming it.
     """
-    good = 0
-    bad_run = 0
-    try:
-        with _open_binary(path) as fh:
-            for lineno, line in _lines(fh, max_line_bytes):
-                rid = f"{rel}:{lineno}"
-                if line is None:
-                    counters["line_too_long"] += 1
-                    log.warning("%s:%d: line longer than %d bytes, skipped (line_too_long)", path, lineno, max_line_bytes)
-                    yield _bad(rid, "", "line_too_long")
-                    continue
-                if not line.strip():
-                    continue
-                try:
-                    text_line = line.decode("utf-8")
-                except UnicodeDecodeError:
-                    text_line = line.decode("utf-8", errors="replace")
-                    counters["invalid_utf8_repaired"] += 1
-                try:
-                    row = json.loads(text_line)
-                except ValueError as exc:
-                    row, err = None, f"malformed JSON ({exc.msg} at column {exc.colno})"
-                else:
-                    err = None if isinstance(row, dict) else "not a JSON object"
-                if err is None and not isinstance(row.get("text"), str):
-                    err = "no string 'text' field"
-                if err is not None:
-                    bad_run += 1
-                    if good == 0 and bad_run >= _BAD_FILE_LINES:
-                        raise CurateError(f"{path}: not a JSON-lines file of documents (line {lineno}: {err})")
-                    counters["bad_record"] += 1
-                    log.warning("%s:%d: %s, skipped (bad_record)", path, lineno, err)
-                    yield _bad(rid, text_line)
-                    continue
-                good += 1
-                meta = row.get("meta")
-                yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
-    except DecompressionLimit as exc:
-        raise CurateError(bomb_message(path, exc.limit)) from exc
-    except (zstandard.ZstdError, OSError, EOFError, gzip.BadGzipFile, zlib.error) as exc:
-        raise CurateError(f"{path}: cannot read compressed data ({type(exc).__name__}: {exc})") from exc
-    if good == 0 and bad_run:
-        raise CurateError(f"{path}: not a JSON-lines file of documents (no line parsed)")
+    start = BadStart(path)
+    for ln in json_lines(path, max_line_bytes):
+        rid = f"{rel}:{ln.lineno}"
+        if ln.reason == "line_too_long":
+            counters["line_too_long"] += 1
+            log.warning("%s:%d: line longer than %d bytes, skipped (line_too_long)", path, ln.lineno, max_line_bytes)
+            yield _bad(rid, "", "line_too_long")
+            continue
+        if ln.invalid_utf8:
+            counters["invalid_utf8_repaired"] += 1
+        err = ln.error
+        if err is None and not isinstance(ln.row.get("text"), str):
+            err = "no string 'text' field"
+        if err is not None:
+            start.fail(ln.lineno, err)
+            counters["bad_record"] += 1
+            log.warning("%s:%d: %s, skipped (bad_record)", path, ln.lineno, err)
+            yield _bad(rid, ln.raw)
+            continue
+        start.ok()
+        row = ln.row
+        yield Record(_doc(row["text"], row.get("meta"), rid, "", row.get("url"), counters))
+    start.finish()
 
 
 def _parquet_rows(pf: pq.ParquetFile, cols: list[str], path: Path, counters: Counter) -> Iterator[list[dict[str, Any]]]:
@@ -335,6 +161,20 @@ def _parquet_rows(pf: pq.ParquetFile, cols: list[str], path: Path, counters: Cou
         raise CurateError(f"{path}: cannot read ({exc})") from exc
 
 
+def _row_record(row: dict[str, Any], rid: str, counters: Counter) -> Record:
+    """A Parquet or hub row (``meta`` a struct or a JSON string) as a record; no string ``text``: ``bad_record``."""
+    meta = row.get("meta")
+    if isinstance(meta, str):
+        try:
+            meta = json.loads(meta)
+        except ValueError:
+            meta = {"raw": meta}
+    if not isinstance(row.get("text"), str):
+        counters["bad_record"] += 1
+        return _bad(rid, "")
+    return Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+
+
 def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Record]:
     """Records of a Parquet file in the Pile layout (``text``, ``meta`` struct or JSON string)."""
     try:
@@ -348,18 +188,7 @@ def read_parquet_file(path: Path, rel: str, counters: Counter) -> Iterator[Recor
     for rows in _parquet_rows(pf, cols, path, counters):
         for row in rows:
             row_no += 1
-            rid = f"{rel}:{row_no}"
-            meta = row.get("meta")
-            if isinstance(meta, str):
-                try:
-                    meta = json.loads(meta)
-                except ValueError:
-                    meta = {"raw": meta}
-            if not isinstance(row.get("text"), str):
-                counters["bad_record"] += 1
-                yield _bad(rid, "")
-                continue
-            yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
+            yield _row_record(row, f"{rel}:{row_no}", counters)
 
 
 def iter_local(spec: str, counters: Counter) -> Iterator[Record]:
@@ -375,36 +204,9 @@ def iter_local(spec: str, counters: Counter) -> Iterator[Record]:
 
 def iter_hub(name: str, split: str, config: str | None, counters: Counter) -> Iterator[Record]:
     """Stream a hub dataset (or a local dataset directory) through ``datasets``."""
-    try:
-        import datasets
-    except ImportError as exc:  # pragma: no cover - a dependency
-        raise CurateError("the 'datasets' package is needed for hub datasets: pip install datasets") from exc
-    if not Path(name).exists():
-        check_hub_reachable(f"dataset {name!r}", "pass local files (.jsonl, .jsonl.zst, .json.gz, .parquet) instead")
-    try:
-        ds = datasets.load_dataset(name, config, split=split, streaming=True)
-    except Exception as exc:  # noqa: BLE001 - hub errors come in many types
-        msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise CurateError(f"cannot load dataset {name!r} (split {split!r}) through datasets: {msg}") from exc
-    try:
-        for i, row in enumerate(ds):
-            rid = f"{name}:{split}:{i}"
-            meta = row.get("meta")
-            if isinstance(meta, str):
-                try:
-                    meta = json.loads(meta)
-                except ValueError:
-                    meta = {"raw": meta}
-            if not isinstance(row.get("text"), str):
-                counters["bad_record"] += 1
-                yield _bad(rid, "")
-                continue
-            yield Record(_doc(row["text"], meta, rid, "", row.get("url"), counters))
-    except CurateError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        msg = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise CurateError(f"{name}: reading failed after {counters['records']:,} records: {msg}") from exc
+    rows = hub_rows(name, split, config, "pass local files (.jsonl, .jsonl.zst, .json.gz, .parquet) instead")
+    for i, row in enumerate(rows):
+        yield _row_record(row, f"{name}:{split}:{i}", counters)
 
 
 def pile_records(
@@ -455,6 +257,10 @@ def pile_records(
         taken[key] += 1
         rec.doc["source"] = f"pile/{subset_slug(name)}"
         yield rec
+    if counters["no_subset"]:
+        log.warning("%s: %s record(s) have no meta.pile_set_name (source pile/unknown, new ids); files in other layouts "
+                    "(FineWeb, Dolma, RedPajama, plain text) keep their ids, URLs and fields with `curate import`",
+                    dataset, f"{counters['no_subset']:,}")  # fmt: skip
     if wanted is not None:
         for key, display in wanted.items():
             if taken[key] == 0:

@@ -361,10 +361,22 @@ class QualityTrain(Stage):
     option_help: ClassVar[dict[str, str]] = {"out": "Output directory: OUT/model.bin, OUT/model.bin.metrics.json, OUT/_SUCCESS."}
     checks_ids: ClassVar[bool] = False
     required_columns: ClassVar[tuple[str, ...]] = ("id", "text", "source")
-    pos: list[str] = param([], "Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
-                           metavar="DIR", multiple=True, required=True, record=False)  # fmt: skip  (recorded as inputs)
-    neg: list[str] = param([], "Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",
-                           metavar="DIR", multiple=True, required=True, record=False)  # fmt: skip  (recorded as inputs)
+    pos: list[str] = param(
+        [],
+        "Dataset directory of high-quality documents (repeatable), e.g. the cleaned Pile subsets.",
+        metavar="DIR",
+        multiple=True,
+        required=True,
+        record=False,
+    )  # fmt: skip  (recorded as inputs)
+    neg: list[str] = param(
+        [],
+        "Dataset directory of raw web documents (repeatable), e.g. the CommonCrawl extract.",
+        metavar="DIR",
+        multiple=True,
+        required=True,
+        record=False,
+    )  # fmt: skip  (recorded as inputs)
     pos_sources: str | None = param(None, "Take positives only from these sources (comma-separated globs, e.g. "
                                     "'pile/Wikipedia,pile/OpenWebText2').", metavar="GLOBS")  # fmt: skip
     neg_sources: str | None = param(None, "Take negatives only from these sources (e.g. 'cc/*').", metavar="GLOBS")

@@ -144,15 +144,20 @@ def build(n: int, workers: int) -> Path:
 # --------------------------------------------------------------------------- running and scoring
 
 
-def run_curate(args: list[str], env: dict[str, str] | None = None, python: str = sys.executable) -> tuple[float, int, str]:
-    """Run curate in a fresh process tree; (wall seconds, the largest process's peak RSS in bytes, stderr)."""
+def run_curate(
+    args: list[str], env: dict[str, str] | None = None, python: str = sys.executable, cwd: Path = WORK
+) -> tuple[float, int, str]:
+    """Run curate in a fresh process tree from ``cwd``; (wall seconds, the largest process's peak RSS in bytes, stderr).
+
+    ``python -m curate`` imports curate from its working directory first: the landed checkout runs from its own.
+    """
     probe = ("import resource, subprocess, sys\n"
              "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
              "sys.stderr.write(r.stderr)\n"
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
              "sys.exit(r.returncode)\n")  # fmt: skip
     t0 = time.monotonic()
-    r = subprocess.run([python, "-c", probe, python, "-m", "curate", *args], capture_output=True, text=True, env=env)
+    r = subprocess.run([python, "-c", probe, python, "-m", "curate", *args], capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.monotonic() - t0
     if r.returncode != 0:
         raise SystemExit(f"curate {' '.join(args)} failed:\n{r.stderr[-3000:]}")
@@ -216,18 +221,24 @@ def dedup_args(corpus: Path, out: Path, workers: int, task_memory: str | None, e
 
 
 def start_ray(nodes: int) -> dict[str, str]:
+    """A local cluster of ``nodes`` raylets (one CPU each) with token authentication, as docs/ray.md starts one."""
     ray = str(Path(sys.executable).with_name("ray"))
-    subprocess.run([ray, "stop", "--force"], capture_output=True)
-    head = subprocess.run([ray, "start", "--head", "--num-cpus", "1", "--include-dashboard=false", "--port", "6391"], capture_output=True,
-                          text=True, check=True)  # fmt: skip
-    del head
-    for _ in range(nodes - 1):
-        subprocess.run([ray, "start", "--address", "127.0.0.1:6391", "--num-cpus", "1"], capture_output=True, check=True)
-    return {**os.environ, "RAY_ADDRESS": "127.0.0.1:6391"}
+    home = WORK / "ray_home"
+    home.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "HOME": str(home), "RAY_AUTH_MODE": "token"}
+    env.pop("RAY_AUTH_TOKEN", None)
+    subprocess.run([ray, "stop", "--force"], capture_output=True, env=env)
+    subprocess.run([ray, "get-auth-token", "--generate"], capture_output=True, env=env, check=True)
+    for k in range(nodes):
+        head = ["--head", "--port", "6391", "--include-dashboard=false"] if k == 0 else ["--address", "127.0.0.1:6391"]
+        r = subprocess.run([ray, "start", *head, "--num-cpus", "1"], capture_output=True, text=True, env=env)
+        if r.returncode != 0:
+            raise SystemExit(f"ray start failed:\n{r.stderr[-2000:]}")
+    return {**env, "RAY_ADDRESS": "127.0.0.1:6391"}
 
 
-def stop_ray() -> None:
-    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop", "--force"], capture_output=True)
+def stop_ray(env: dict[str, str]) -> None:
+    subprocess.run([str(Path(sys.executable).with_name("ray")), "stop", "--force"], capture_output=True, env=env)
 
 
 def fmt_mb(b: float) -> str:
@@ -285,7 +296,9 @@ def main() -> int:
         wt = landed_checkout(a.landed)
         lout, nout = WORK / f"landed-out-{n}", WORK / f"nodup-out-{n}"
         env = {**os.environ, "PYTHONPATH": str(wt)}
-        lwall, lrss, _ = run_curate(dedup_args(corpus, lout, a.workers, None, []), env=env)
+        lwall, lrss, _ = run_curate(dedup_args(corpus, lout, a.workers, None, []), env=env, cwd=wt)
+        if (lout / "_clusters").is_dir() or "dup_count" in pq.read_schema(next(lout.glob("part-*.parquet"))).names:
+            raise SystemExit(f"{wt}: the landed run used this checkout's curate, not commit {a.landed}'s")
         nwall, nrss, _ = run_curate(dedup_args(corpus, nout, a.workers, a.task_memory, ["--no-dup-count"]))
         ld, nd = shard_digests(lout), shard_digests(nout)
         same = ld == nd
@@ -305,10 +318,10 @@ def main() -> int:
         rout = WORK / f"ray-out-{n}"
         env = start_ray(a.ray_nodes)
         try:
-            rwall, rrss, _ = run_curate(dedup_args(corpus, rout, a.ray_nodes, a.task_memory, ["--executor", "ray", "--ray-address", "auto"]),
-                                        env=env)  # fmt: skip
+            rwall, rrss, _ = run_curate(dedup_args(corpus, rout, a.ray_nodes, a.task_memory, ["--executor", "ray", "--ray-address",
+                                                                                              "127.0.0.1:6391"]), env=env)  # fmt: skip
         finally:
-            stop_ray()
+            stop_ray(env)
         rd = combined(shard_digests(rout))
         local = runs.get(n, {}).get("digest")
         body.append(f"\nRay: the {n:,}-document run on a local Ray cluster of {a.ray_nodes} nodes (one raylet each, one CPU each) "

@@ -22,9 +22,11 @@ interpreter and libraries; each phase divides its rows by what one row costs in 
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from curate.errors import CurateError, output_error
-from curate.storage import AnyPath, RemotePath, as_path, tmp_path, unlink_quietly
+from curate.storage import AnyPath, RemotePath, as_path, np_load, np_rows, save_npy_atomic, tmp_path, unlink_quietly, write_json_atomic
 
 _COUNTS_KEY = b"curate.partition_rows"
 _SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.I)
@@ -130,6 +132,52 @@ def range_partition(values: np.ndarray, parts: int) -> np.ndarray:
         return np.zeros(len(values), np.int64)
     shift = 64 - (parts.bit_length() - 1)
     return (values.astype(np.uint64) >> np.uint64(shift)).astype(np.int64)
+
+
+# --------------------------------------------------------------------------- fixed-width columns: one .npy per column
+
+
+def write_buckets(path: AnyPath, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> np.ndarray:
+    """Fixed-width columns grouped by ``part`` into ``PATH.<column>.npy`` files plus ``PATH.off.npy`` (partition starts).
+
+    The offsets file is written last: when it exists the others are whole. Rows keep their
+    order within a partition. Reading one partition maps the files and slices them.
+    """
+    order = np.argsort(part, kind="stable") if len(part) else np.zeros(0, np.int64)
+    counts = np.bincount(part, minlength=parts) if len(part) else np.zeros(parts, np.int64)
+    off = np.zeros(parts + 1, np.int64)
+    np.cumsum(counts, out=off[1:])
+    base = str(path)
+    for name, col in columns.items():
+        save_npy_atomic(_as(base, f".{name}.npy"), col[order])
+    save_npy_atomic(_as(base, ".off.npy"), off)
+    return counts
+
+
+def _as(base: str, suffix: str) -> AnyPath:
+    return as_path(base + suffix)
+
+
+def bucket_done(path: AnyPath) -> bool:
+    return _as(str(path), ".off.npy").exists()
+
+
+def bucket_counts(path: AnyPath) -> np.ndarray:
+    off = np.asarray(np_load(_as(str(path), ".off.npy")))
+    return np.diff(off)
+
+
+def read_buckets(paths: list[AnyPath], parts: list[int] | range, names: list[str]) -> dict[str, np.ndarray]:
+    """Partitions ``parts`` of every file in ``paths``, as one array per column (path order, then partition order)."""
+    out: dict[str, list[np.ndarray]] = {n: [] for n in names}
+    for p in paths:
+        off = np.asarray(np_load(_as(str(p), ".off.npy")))
+        spans = [(int(off[q]), int(off[q + 1])) for q in parts]
+        spans = [(a, b) for a, b in spans if b > a]
+        for n in names:
+            col = _as(str(p), f".{n}.npy")
+            out[n].extend(np_rows(col, a, b) for a, b in spans)
+    return {n: (np.concatenate(v) if v else np.zeros(0, np.int64)) for n, v in out.items()}
 
 
 # --------------------------------------------------------------------------- writing and reading
@@ -268,3 +316,70 @@ def read_partition(paths: Sequence[AnyPath], part: int | Sequence[int], columns:
     else:
         t = pa.Table.from_batches(pieces)
     return t.select(columns) if columns is not None else t
+
+
+# --------------------------------------------------------------------------- the plan of a global stage
+
+
+TASK_MEMORY_HELP = ("The data one task may hold (e.g. 300MB, 2GB), on top of the interpreter and libraries; each phase "
+                    "chooses its partition counts from it. The output is the same for any value "
+                    "[default: half the machine's memory over the workers, 256MB-4GB].")  # fmt: skip
+
+
+def budget_of(task_memory: str | None, ctx: Any) -> int:
+    """``--task-memory`` in bytes, or the default for this machine and worker count."""
+    if task_memory:
+        return parse_size(task_memory)
+    workers = getattr(ctx.executor, "workers", None) or ctx.common.workers or os.cpu_count() or 1
+    return default_task_memory(int(workers))
+
+
+class Plan:
+    """The partition counts of one run, kept in ``_work/plan.json``: a resumed run keeps them whatever its ``--task-memory``."""
+
+    def __init__(self, work: AnyPath, budget: int) -> None:
+        self.path = as_path(work) / "plan.json"
+        try:
+            self.data: dict[str, Any] = json.loads(self.path.read_text()) if self.path.exists() else {}
+        except ValueError:
+            self.data = {}
+        if self.data.get("task_memory") and self.data["task_memory"] != budget:
+            logging.getLogger("curate").info(
+                "resuming with the plan of the run that started (--task-memory %s)", format_size(self.data["task_memory"])
+            )
+        self.data.setdefault("task_memory", budget)
+        self.budget = int(self.data["task_memory"])
+
+    def get(self, key: str, make: Callable[[], Any]) -> Any:
+        """The planned value of ``key``, made (and saved) the first time."""
+        if key not in self.data:
+            self.data[key] = make()
+            write_json_atomic(self.path, self.data)
+        return self.data[key]
+
+
+def group_parts(counts: np.ndarray, bytes_per_row: float, budget: int) -> list[list[int]]:
+    """Consecutive partitions in groups whose rows fit half the budget (a partition too large stays alone)."""
+    groups: list[list[int]] = []
+    cap = max(1, budget // 2)
+    most = max(1, -(-len(counts) // min_partitions()))  # CURATE_MIN_PARTITIONS: at least that many groups
+    cur: list[int] = []
+    size = 0.0
+    for p, n in enumerate(counts.tolist()):
+        cost = n * bytes_per_row
+        if cur and (size + cost > cap or len(cur) >= most):
+            groups.append(cur)
+            cur, size = [], 0.0
+        cur.append(p)
+        size += cost
+    if cur:
+        groups.append(cur)
+    return groups
+
+
+def summed_counts(paths: list[AnyPath], parts: int) -> np.ndarray:
+    """Rows per partition over every producer file (read one sidecar at a time)."""
+    total = np.zeros(parts, np.int64)
+    for p in paths:
+        total += bucket_counts(p)
+    return total

@@ -396,9 +396,11 @@ def check_decontam(evals: list[str], docs: list[str], cut_chars: int = 20, n: in
         index.save(work / "index")
         ids = [f"doc{i}" for i in range(len(docs))]
         np.save(work / "ignored.npy", np.zeros(0, np.uint64))
-        np.save(work / "cut_docs.npy", np.sort(id_hashes(ids)))
+        hashes = np.sort(id_hashes(ids))
+        np.savez(work / "count.npz", docs=hashes, keys=np.arange(len(hashes), dtype=np.uint64))  # every document holds a key
         stage = DecontamStage(evals=["e"], eval_fields=[], eval_splits=[], eval_fingerprint="", ngram=n, min_ngram=min_n,
-                              cut_chars=cut_chars, min_piece_chars=10, max_pieces=3, work=str(work))  # fmt: skip
+                              cut_chars=cut_chars, min_piece_chars=10, max_pieces=3, work=str(work),
+                              counts=str(work / "count.npz"))  # fmt: skip
         table = pa.table({"id": ids, "text": pa.array(docs, pa.large_string()), "source": ["s"] * len(docs),
                           "url": pa.nulls(len(docs), pa.string()), "meta": pa.nulls(len(docs), pa.string())})  # fmt: skip
         res = stage(table)

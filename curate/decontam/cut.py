@@ -180,15 +180,27 @@ def _set_counters() -> dict[str, int]:
     }
 
 
+def shard_cut_docs(counts: Any, ignored: np.ndarray) -> np.ndarray:
+    """The sorted id hashes of one shard's documents that hold a key not in ``ignored`` (from its count file)."""
+    from curate.storage import np_load
+
+    with np_load(counts, mmap=False) as z:
+        docs, keys = z["docs"], z["keys"]
+    if len(ignored):
+        docs = docs[~in_sorted(np.asarray(ignored), keys)]
+    return np.unique(docs)
+
+
 @dataclass
 class DecontamStage:
     """The cutting pass: a map stage over documents, given the index and the counting pass's results.
 
-    ``work`` is the folder with ``index/``, ``ignored.npy`` (keys over the frequency limit)
-    and ``cut_docs.npy`` (id hashes of the documents with a key under it). Only those
-    documents are tokenised again; every other document passes through untouched.
-    ``shared`` (Ray): handles from ``Executor.share`` to the index and to (ignored, cut_docs),
-    put in the object store once; tasks then read no work files.
+    ``work`` is the folder with ``index/`` and ``ignored.npy`` (keys over the frequency limit);
+    ``counts`` this shard's count file, whose documents with a key not ignored are the ones to
+    cut (so no process holds the documents to cut of the whole corpus). Only those documents
+    are tokenised again; every other document passes through untouched. ``shared`` (Ray):
+    handles from ``Executor.share`` to the index and to the ignored keys, put in the object
+    store once.
     """
 
     evals: list[str]
@@ -204,6 +216,7 @@ class DecontamStage:
     sentence_ends: str = SENTENCE_ENDS
     work: str = ""
     shared: tuple[Any, Any] | None = None
+    counts: str = ""  # this shard's count file (its (id hash, key) pairs): the documents to cut are its own
 
     # -- lazily opened work files (memory maps; never pickled to workers)
     def __getstate__(self) -> dict[str, Any]:
@@ -211,16 +224,16 @@ class DecontamStage:
 
     def _load(self) -> None:
         if getattr(self, "_index", None) is None:
-            if self.shared is not None:
-                self._index = self.shared[0].get()
-                self._ignored, self._cut_docs = self.shared[1].get()
-                return
             from curate.storage import as_path, np_load
 
             work = as_path(self.work)
-            self._index = Index.open(work / "index")
-            self._ignored = np_load(work / "ignored.npy")
-            self._cut_docs = np_load(work / "cut_docs.npy")
+            if self.shared is not None:
+                self._index = self.shared[0].get()
+                self._ignored = self.shared[1].get()
+            else:
+                self._index = Index.open(work / "index")
+                self._ignored = np_load(work / "ignored.npy")
+            self._cut_docs = shard_cut_docs(as_path(self.counts), self._ignored)
 
     def __call__(self, table: pa.Table) -> MapResult:
         self._load()
@@ -229,6 +242,9 @@ class DecontamStage:
         totals: dict[str, int] = _set_counters()
         per_set: dict[str, dict[str, int]] = {}
         counters: dict[str, Any] = {"decontam": totals, "decontam_per_eval_set": per_set}
+        if not getattr(self, "_counted", False):  # once per shard: its documents to cut
+            self._counted = True
+            counters["decontam_docs_to_cut"] = int(len(self._cut_docs))
         no_rejects = rejected_schema(table.schema).empty_table()
         ids = table.column("id").to_pylist()
         cand = np.flatnonzero(in_sorted(self._cut_docs, id_hashes(ids)))

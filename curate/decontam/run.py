@@ -4,17 +4,21 @@
    memory-mapped by every worker; on Ray put in the object store once instead, so that
    tasks on other machines need no shared filesystem).
 2. **count**: one job per input shard finds every key in every document and records the
-   (document id hash, key) pairs in ``OUT/_work/count/``; merged, they give each key's
-   document frequency, the keys over ``--freq-limit`` (``ignored.npy``) and the documents
-   to cut (``cut_docs.npy``).
+   shard's (document id hash, key) pairs in ``OUT/_work/count/``, and each key's number of
+   documents in the shard, bucketed by key (``count/freq/``); one *merge* job per bucket of
+   keys sums them into each key's document frequency and writes the keys over
+   ``--freq-limit`` (``merge/``, gathered into ``ignored.npy``: at most the index's keys).
+   No process holds the pairs of the corpus: a key's frequency is summed per bucket, and
+   the documents to cut are found per shard from its own pairs.
 3. **cut**: the runtime's map pass (resumable, per-shard stats, ``_rejected/``) with a
-   stage that re-reads only the documents to cut and passes every other one through.
+   stage that re-reads only its shard's documents to cut and passes every other one through.
 
 Each phase's files are written atomically and reused by a re-run with the same parameters.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import logging
@@ -29,11 +33,22 @@ import numpy as np
 from curate.dataset import iter_tables
 from curate.decontam.cut import SENTENCE_ENDS, DecontamStage, find_matches, id_hashes
 from curate.decontam.evalsets import fingerprint, load_eval_set, parse_specs
-from curate.decontam.index import INDEX_JSON, Index, _sorted_unique, build_index
+from curate.decontam.index import INDEX_JSON, Index, build_index
 from curate.errors import CurateError
+from curate.partitions import (
+    TASK_MEMORY_HELP,
+    Plan,
+    bucket_counts,
+    budget_of,
+    check_fits,
+    hash_partition,
+    plan_partitions,
+    read_buckets,
+    write_buckets,
+)
 from curate.registry import stage
 from curate.runtime import Context, Stage, param
-from curate.storage import np_load, write_bytes_atomic, write_json_atomic
+from curate.storage import as_path, np_load, save_npy_atomic, write_bytes_atomic, write_json_atomic
 from curate.targets import shard_name
 
 log = logging.getLogger("curate")
@@ -55,6 +70,7 @@ class _CountJob:
     name: str
     fingerprint: str
     shared_index: Any = None  # a handle from Executor.share (Ray): the index without reading work files
+    key_parts: int = 1  # buckets of keys for the merge
 
 
 def _count_shard(job: _CountJob) -> dict[str, Any]:
@@ -90,6 +106,11 @@ def _count_shard(job: _CountJob) -> dict[str, Any]:
     buf = io.BytesIO()
     np.savez(buf, docs=docs, keys=keys)
     write_bytes_atomic(job.out / f"{job.name}.npz", buf.getvalue())
+    if len(keys):  # the pairs are unique per (document, key): a key's count here is its documents in this shard
+        uk, n = np.unique(keys, return_counts=True)
+    else:
+        uk, n = np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    write_buckets(job.out / "freq" / job.name, {"key": uk, "n": n.astype(np.int64)}, hash_partition(uk, job.key_parts), job.key_parts)
     stats["seconds"] = round(time.perf_counter() - t0, 3)
     record = {"input": str(job.input), "index": job.fingerprint, "stats": stats, "examples": examples}
     write_json_atomic(job.out / f"{job.name}.json", record)  # last: marks the shard counted
@@ -107,38 +128,61 @@ def _describe_count(stats: dict[str, Any]) -> str:
     return f"{stats['docs']:,} docs, {stats['docs_matched']:,} with matches, {stats['seconds']:.1f} s"
 
 
-def _merge_counts(count_dir: Path, names: list[str], freq_limit: int) -> tuple[np.ndarray, np.ndarray, dict[str, Any]]:
-    """Document frequency per key -> (ignored keys, id hashes of documents to cut, summary)."""
-    docs_parts, key_parts = [], []
-    examples: dict[str, str] = {}
+MERGE_BYTES = 64  # one (key, count) row in a merge job, with its sort
+
+
+@dataclass
+class _MergeJob:
+    part: int
+    inputs: list[str]
+    out: str
+    freq_limit: int
+    budget: int
+
+
+def _merge_job(job: _MergeJob) -> dict[str, Any]:
+    """One bucket of keys: each key's document frequency over every shard; the keys over the limit, the most frequent first."""
+    marker = as_path(job.out + ".json")
+    if marker.exists():
+        return json.loads(marker.read_text())
+    paths = [as_path(p) for p in job.inputs]
+    rows = int(sum(bucket_counts(p)[job.part] for p in paths))
+    check_fits(rows, MERGE_BYTES, job.budget, f"decontam: n-gram counts of key bucket {job.part}")
+    c = read_buckets(paths, [job.part], ["key", "n"])
+    keys, n = c["key"].astype(np.uint64), c["n"].astype(np.int64)
+    uniq, inv = np.unique(keys, return_inverse=True) if len(keys) else (np.zeros(0, np.uint64), np.zeros(0, np.int64))
+    freq = np.bincount(inv, weights=n, minlength=len(uniq)).astype(np.int64) if len(keys) else np.zeros(0, np.int64)
+    over = freq > job.freq_limit if job.freq_limit > 0 else np.zeros(len(uniq), bool)
+    save_npy_atomic(as_path(job.out + ".npy"), uniq[over])
+    top = np.argsort(-freq[over], kind="stable")[:20]
+    stats = {"keys_matched": int(len(uniq)), "keys_ignored": int(over.sum()),
+             "top": [[f"{int(k):016x}", int(f)] for k, f in zip(uniq[over][top], freq[over][top])]}  # fmt: skip
+    write_json_atomic(marker, stats)
+    return stats
+
+
+def _gather(count_dir: Any, names: list[str], merged: list[dict[str, Any]], merge_out: list[str]) -> tuple[np.ndarray, dict[str, Any]]:
+    """The ignored keys of every bucket (sorted; at most the index's keys) and the counting summary."""
+    ignored = (
+        np.unique(np.concatenate([np.asarray(np_load(as_path(m + ".npy"), mmap=False)) for m in merge_out]))
+        if merge_out
+        else np.zeros(0, np.uint64)
+    )
     totals: dict[str, int] = {}
+    examples: dict[str, str] = {}
+    wanted = {k for r in merged for k, _ in r["top"]}
     for name in names:
-        with np_load(count_dir / f"{name}.npz", mmap=False) as z:
-            docs_parts.append(z["docs"])
-            key_parts.append(z["keys"])
         rec = json.loads((count_dir / f"{name}.json").read_text())
         for k, v in rec["stats"].items():
             if k != "seconds":
                 totals[k] = totals.get(k, 0) + v
-        for k, v in rec["examples"].items():
-            examples.setdefault(k, v)
-    docs = np.concatenate(docs_parts) if docs_parts else np.zeros(0, np.uint64)
-    keys = np.concatenate(key_parts) if key_parts else np.zeros(0, np.uint64)
-    uniq = _sorted_unique(keys)
-    freq = np.bincount(np.searchsorted(uniq, keys), minlength=uniq.size) if keys.size else np.zeros(0, np.int64)
-    over = freq > freq_limit if freq_limit > 0 else np.zeros(uniq.size, dtype=np.bool_)
-    ignored = uniq[over]
-    active = ~np.isin(keys, ignored) if ignored.size else np.ones(keys.size, dtype=np.bool_)
-    cut_docs = _sorted_unique(docs[active])
-    top = np.argsort(-freq[over], kind="stable")[:20]
-    summary = {
-        **totals,
-        "keys_matched": int(uniq.size),
-        "keys_ignored": int(ignored.size),
-        "docs_to_cut": int(cut_docs.size),
-        "ignored_examples": [{"ngram": examples.get(f"{int(k):016x}", ""), "docs": int(f)} for k, f in zip(ignored[top], freq[over][top])],
-    }
-    return ignored, cut_docs, summary
+        for k in wanted:
+            if k in rec["examples"]:
+                examples.setdefault(k, rec["examples"][k])
+    top = sorted(((f, k) for r in merged for k, f in r["top"]), key=lambda fk: (-fk[0], fk[1]))[:20]
+    summary = {**totals, "keys_matched": sum(r["keys_matched"] for r in merged), "keys_ignored": int(ignored.size),
+               "ignored_examples": [{"ngram": examples.get(k, ""), "docs": f} for f, k in top]}  # fmt: skip
+    return ignored.astype(np.uint64), summary
 
 
 def check_options(
@@ -196,6 +240,7 @@ class Decontam(Stage):
     min_piece_chars: int = param(200, "Pieces shorter than this are dropped.", min=0)
     max_pieces: int = param(10, "A document left in more pieces is dropped whole.", min=1)
     freq_limit: int = param(10, "N-grams found in more training documents than this are ignored as too common (0: no limit).", min=0)
+    task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
     sentence_ends: str = param(SENTENCE_ENDS, "Characters that end a sentence (MT-NLG: .!?).")
 
     def __post_init__(self) -> None:
@@ -262,31 +307,36 @@ class Decontam(Stage):
         # Phase 2: document frequency of every key (one job per shard; counted shards are kept).
         count_dir = work / "count"
         names = [shard_name(i) for i in range(len(files))]
+        plan = Plan(work, budget_of(self.task_memory, ctx))
+        # a key's (shard, count) rows: at most every index key in every shard; planned on a share of that
+        key_parts = plan.get("key_parts", lambda: plan_partitions(int(info["entries"]) * min(len(files), 64), MERGE_BYTES, plan.budget))
         jobs = [
-            _CountJob(f, index_dir, count_dir, n, fp, shared_index)
+            _CountJob(f, index_dir, count_dir, n, fp, shared_index, key_parts)
             for f, n in zip(files, names)
             if not _counted(count_dir / f"{n}.json", fp)
         ]
         if jobs:
             ctx.map(_count_shard, jobs, labels=[j.name for j in jobs], desc="decontam count", describe=_describe_count)
-        ignored, cut_docs, counting = _merge_counts(count_dir, names, self.freq_limit)
+        freq_files = [str(count_dir / "freq" / n) for n in names]
+        merge_out = [str(work / "merge" / f"part-{k:05d}") for k in range(key_parts)]
+        mjobs = [_MergeJob(k, freq_files, merge_out[k], self.freq_limit, plan.budget) for k in range(key_parts)]
+        merged = ctx.map(_merge_job, mjobs, labels=[f"keys-{k:05d}" for k in range(key_parts)], desc="decontam merge", unit="bucket")
+        ignored, counting = _gather(count_dir, names, merged, merge_out)
         write_bytes_atomic(work / "ignored.npy", _npy_bytes(ignored))
-        write_bytes_atomic(work / "cut_docs.npy", _npy_bytes(cut_docs))
         if ctx.on_ray:
-            stage.shared = (shared_index, ctx.share((ignored, cut_docs)))
-        log.info(
-            "decontam: %s of %s documents hold evaluation n-grams; %s n-gram(s) ignored as too common (in more than %d documents)",
-            f"{counting['docs_to_cut']:,}",
-            f"{counting.get('docs', 0):,}",
-            f"{counting['keys_ignored']:,}",
-            self.freq_limit,
-        )
+            stage.shared = (shared_index, ctx.share(ignored))
+        log.info("decontam: %s n-gram(s) ignored as too common (in more than %d documents)", f"{counting['keys_ignored']:,}",
+                 self.freq_limit)  # fmt: skip
 
-        # Phase 3: cut (the runtime's resumable map pass).
-        def finish(merged: dict[str, Any]) -> dict[str, Any]:
+        # Phase 3: cut (the runtime's resumable map pass), each shard with its own documents to cut.
+        def finish(merged_stats: dict[str, Any]) -> dict[str, Any]:
+            counting["docs_to_cut"] = int((merged_stats.get("counters") or {}).get("decontam_docs_to_cut", 0))
             return {"decontam": {"index": info, "counting": counting}}
 
-        return ctx.map_pass(stage, finish=finish)
+        def per_shard(i: int, _path: Any) -> DecontamStage:
+            return dataclasses.replace(stage, counts=str(count_dir / f"{names[i]}.npz"))
+
+        return ctx.map_pass(per_shard=per_shard, finish=finish)
 
 
 def contamination_lines(record: dict[str, Any]) -> list[str]:

@@ -121,8 +121,7 @@ class AttachJob:
 
 
 def attach_job(job: AttachJob) -> dict[str, Any]:
-    from curate.dedup.components import read_buckets
-    from curate.partitions import hash_partition, partitioned_done, write_partitioned
+    from curate.partitions import hash_partition, partitioned_done, read_buckets, write_partitioned
 
     out = as_path(job.out)
     if partitioned_done(out):

@@ -32,58 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from curate.partitions import check_fits, hash_partition, mix64
-from curate.storage import AnyPath, np_load, np_rows, save_npy_atomic
+from curate.partitions import bucket_counts, bucket_done, check_fits, hash_partition, mix64, read_buckets, write_buckets
 
 EDGE_BYTES = 64  # one directed edge (16 bytes) with the temporaries of sorting and grouping it
-
-
-# --------------------------------------------------------------------------- numpy shuffle files
-
-
-def write_buckets(path: AnyPath, columns: dict[str, np.ndarray], part: np.ndarray, parts: int) -> np.ndarray:
-    """Fixed-width columns grouped by ``part`` into ``PATH.<column>.npy`` files plus ``PATH.off.npy`` (partition starts).
-
-    The offsets file is written last: when it exists the others are whole. Rows keep their
-    order within a partition. Reading one partition maps the files and slices them.
-    """
-    order = np.argsort(part, kind="stable") if len(part) else np.zeros(0, np.int64)
-    counts = np.bincount(part, minlength=parts) if len(part) else np.zeros(parts, np.int64)
-    off = np.zeros(parts + 1, np.int64)
-    np.cumsum(counts, out=off[1:])
-    base = str(path)
-    for name, col in columns.items():
-        save_npy_atomic(_as(base, f".{name}.npy"), col[order])
-    save_npy_atomic(_as(base, ".off.npy"), off)
-    return counts
-
-
-def _as(base: str, suffix: str) -> AnyPath:
-    from curate.storage import as_path
-
-    return as_path(base + suffix)
-
-
-def bucket_done(path: AnyPath) -> bool:
-    return _as(str(path), ".off.npy").exists()
-
-
-def bucket_counts(path: AnyPath) -> np.ndarray:
-    off = np.asarray(np_load(_as(str(path), ".off.npy")))
-    return np.diff(off)
-
-
-def read_buckets(paths: list[AnyPath], parts: list[int] | range, names: list[str]) -> dict[str, np.ndarray]:
-    """Partitions ``parts`` of every file in ``paths``, as one array per column (path order, then partition order)."""
-    out: dict[str, list[np.ndarray]] = {n: [] for n in names}
-    for p in paths:
-        off = np.asarray(np_load(_as(str(p), ".off.npy")))
-        spans = [(int(off[q]), int(off[q + 1])) for q in parts]
-        spans = [(a, b) for a, b in spans if b > a]
-        for n in names:
-            col = _as(str(p), f".{n}.npy")
-            out[n].extend(np_rows(col, a, b) for a, b in spans)
-    return {n: (np.concatenate(v) if v else np.zeros(0, np.int64)) for n, v in out.items()}
 
 
 # --------------------------------------------------------------------------- one round

@@ -23,13 +23,23 @@ import xxhash
 
 from curate.dataset import iter_tables, open_parquet
 from curate.dedup.clusters import doc_key, shard_of
-from curate.dedup.components import bucket_counts, bucket_done, read_buckets, write_buckets
 from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS, PRIORITY_HELP
-from curate.dedup.plan import TASK_MEMORY_HELP, Plan, budget_of, finish, plan_groups, shard_rows
+from curate.dedup.plan import finish, plan_groups, shard_rows
 from curate.dedup.signatures import META_SCHEMA, plan_chunks
 from curate.errors import CurateError
 from curate.formats.parquet import write_table_atomic
-from curate.partitions import check_fits, plan_partitions, range_partition
+from curate.partitions import (
+    TASK_MEMORY_HELP,
+    Plan,
+    bucket_counts,
+    bucket_done,
+    budget_of,
+    check_fits,
+    plan_partitions,
+    range_partition,
+    read_buckets,
+    write_buckets,
+)
 from curate.registry import stage
 from curate.runtime import Context, Stage, param
 from curate.schema import source_rank

@@ -35,10 +35,10 @@ from curate.dedup import minhash
 from curate.dedup.components import EDGE_BYTES, RoundJob, round_job, round_paths
 from curate.dedup.lsh import LSH_BYTES, PAIR_BYTES, LshJob, UnionJob, lsh_job, union_job
 from curate.dedup.minhash import optimal_bands
-from curate.dedup.plan import TASK_MEMORY_HELP, Plan, budget_of, finish, group_parts, plan_groups, shard_rows, summed_counts
+from curate.dedup.plan import finish, plan_groups, shard_rows
 from curate.dedup.signatures import SIG_BYTES_PER_DOC, SigJob, plan_chunks, sig_path, signature_job
 from curate.errors import CurateError
-from curate.partitions import format_size, plan_partitions
+from curate.partitions import TASK_MEMORY_HELP, Plan, budget_of, format_size, group_parts, plan_partitions, summed_counts
 from curate.registry import stage
 from curate.runtime import MAP_OPTIONS, Context, Stage, param
 from curate.storage import as_path

@@ -18,10 +18,9 @@ from typing import Any
 
 import numpy as np
 
-from curate.dedup.components import bucket_done, read_buckets, write_buckets
 from curate.dedup.minhash import estimated_jaccard, pair_jaccards
 from curate.dedup.signatures import ChunkIndex, ShingleStore, SignatureStore
-from curate.partitions import check_fits, hash_partition, mix64
+from curate.partitions import bucket_done, check_fits, hash_partition, mix64, read_buckets, write_buckets
 from curate.storage import as_path
 
 ALL_PAIRS_MAX = 32  # runs up to this size give every pair (496 pairs at most)

@@ -10,13 +10,10 @@ stage. Every count it plans with is read from the files' sidecars, never gathere
 from __future__ import annotations
 
 import json
-import logging
 import math
 import time
 from collections.abc import Callable
 from typing import Any
-
-import numpy as np
 
 from curate.dataset import open_parquet
 from curate.dedup.clusters import (
@@ -30,73 +27,12 @@ from curate.dedup.clusters import (
     shard_groups,
     survivor_job,
 )
-from curate.dedup.components import bucket_counts
-from curate.partitions import default_task_memory, format_size, min_partitions, parse_size, plan_partitions
-from curate.runtime import Context, default_workers
+from curate.partitions import Plan, min_partitions, plan_partitions, summed_counts
+from curate.runtime import Context
 from curate.stats import merge_counts
-from curate.storage import AnyPath, as_path, write_json_atomic
-from curate.targets import read_json
+from curate.storage import AnyPath, as_path
 
 LISTING_ROWS = 100_000  # rows per part of OUT/_clusters/ (the parts depend only on the data)
-TASK_MEMORY_HELP = ("The data one task may hold (e.g. 300MB, 2GB), on top of the interpreter and libraries; each phase "
-                    "chooses its partition counts from it. The output is the same for any value "
-                    "[default: half the machine's memory over the workers, 256MB-4GB].")  # fmt: skip
-
-
-def budget_of(task_memory: str | None, ctx: Context) -> int:
-    """``--task-memory`` in bytes, or the default for this machine and worker count."""
-    if task_memory:
-        return parse_size(task_memory)
-    workers = getattr(ctx.executor, "workers", None) or ctx.common.workers or default_workers()
-    return default_task_memory(int(workers))
-
-
-class Plan:
-    """The partition counts of one run, kept in ``_work/plan.json``: a resumed run keeps them whatever its ``--task-memory``."""
-
-    def __init__(self, work: AnyPath, budget: int) -> None:
-        self.path = as_path(work) / "plan.json"
-        self.data: dict[str, Any] = read_json(self.path) or {}
-        if self.data.get("task_memory") and self.data["task_memory"] != budget:
-            logging.getLogger("curate").info(
-                "dedup: resuming with the plan of the run that started (--task-memory %s)", format_size(self.data["task_memory"])
-            )
-        self.data.setdefault("task_memory", budget)
-        self.budget = int(self.data["task_memory"])
-
-    def get(self, key: str, make: Callable[[], Any]) -> Any:
-        """The planned value of ``key``, made (and saved) the first time."""
-        if key not in self.data:
-            self.data[key] = make()
-            write_json_atomic(self.path, self.data)
-        return self.data[key]
-
-
-def group_parts(counts: np.ndarray, bytes_per_row: float, budget: int) -> list[list[int]]:
-    """Consecutive partitions in groups whose rows fit half the budget (a partition too large stays alone)."""
-    groups: list[list[int]] = []
-    cap = max(1, budget // 2)
-    most = max(1, -(-len(counts) // min_partitions()))  # CURATE_MIN_PARTITIONS: at least that many groups
-    cur: list[int] = []
-    size = 0.0
-    for p, n in enumerate(counts.tolist()):
-        cost = n * bytes_per_row
-        if cur and (size + cost > cap or len(cur) >= most):
-            groups.append(cur)
-            cur, size = [], 0.0
-        cur.append(p)
-        size += cost
-    if cur:
-        groups.append(cur)
-    return groups
-
-
-def summed_counts(paths: list[AnyPath], parts: int) -> np.ndarray:
-    """Rows per partition over every producer file (read one sidecar at a time)."""
-    total = np.zeros(parts, np.int64)
-    for p in paths:
-        total += bucket_counts(p)
-    return total
 
 
 def shard_rows(files: list[AnyPath]) -> list[int]:

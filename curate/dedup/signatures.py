@@ -26,10 +26,9 @@ import pyarrow.compute as pc
 
 from curate.dataset import iter_tables, open_parquet
 from curate.dedup.clusters import doc_key, row_of, shard_of
-from curate.dedup.components import write_buckets
 from curate.dedup.minhash import MinHasher, band_hashes, ranges
 from curate.formats.parquet import write_table_atomic
-from curate.partitions import range_partition
+from curate.partitions import range_partition, write_buckets
 from curate.schema import source_rank
 from curate.storage import as_path, np_load, save_npy_atomic
 

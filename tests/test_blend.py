@@ -262,3 +262,31 @@ def test_skip_missing_leaves_a_source_out(tmp_path, run, sources):
     r = run("blend", "--config", cfg, "--out", tmp_path / "o", "--skip-missing", "--mode", "megatron-args")
     assert "left out, not found: realnews" in r.stdout
     assert [w for w, _ in parse_data_path((tmp_path / "o" / "data_path.txt").read_text())] == [1.0]
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 5, 1000, 70_001])
+def test_permutation_is_a_seeded_bijection_made_in_chunks(n, monkeypatch):
+    """The blend's order: every document once per epoch, the same for the same seed, computed chunk by chunk."""
+    import numpy as np
+
+    from curate.stages.blend import plan
+
+    monkeypatch.setattr(plan, "ORDER_CHUNK", 4096)
+    p = plan.Permutation(n, [7, 1, 0])
+    order = np.concatenate(list(p.chunks()))
+    assert sorted(order.tolist()) == list(range(n))
+    assert np.array_equal(order, np.concatenate(list(plan.Permutation(n, [7, 1, 0]).chunks())))
+    if n > 100:
+        other = np.concatenate(list(plan.Permutation(n, [8, 1, 0]).chunks()))
+        assert not np.array_equal(order, other) and abs(np.corrcoef(order, np.arange(n))[0, 1]) < 0.05  # shuffled
+        assert np.array_equal(np.concatenate(list(p.chunks(n // 3))), order[: n // 3])
+
+
+def test_partial_count_streams_the_order_in_chunks():
+    import numpy as np
+
+    lengths = np.array([5, 1, 7, 3, 9, 2, 4], np.int32)
+    order = np.array([3, 0, 6, 2, 1, 5, 4])
+    for remainder in range(0, int(lengths.sum()) + 1):
+        whole = partial_count(lengths, order, remainder)
+        assert partial_count(lengths, iter([order[:2], order[2:5], order[5:]]), remainder) == whole

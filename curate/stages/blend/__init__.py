@@ -10,7 +10,7 @@ In *corpus* mode each source's documents are sampled without replacement within 
 epoch (whole epochs, then a seeded prefix of one more permutation, cut at the document
 that lands closest to the target: within one document of it), and the sources are
 interleaved uniformly at random, all deterministic by seed. Streaming: memory is one
-permutation of the largest source (8 bytes per document) and one chunk of the output.
+chunk of each source's order (computed, not stored) and one chunk of the output, whatever the sources' sizes.
 In *megatron-args* mode the weights become ``--data-path "w1 prefix1 w2 prefix2 ..."``
 for train-time blending.
 """

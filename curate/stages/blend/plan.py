@@ -3,7 +3,9 @@
 Each source's documents are sampled without replacement within each epoch (whole epochs,
 then a seeded prefix of one more permutation, cut at the document that lands closest to
 the target), and the sources are interleaved uniformly at random, deterministic by seed.
-Memory: one permutation of the largest source (8 bytes per document) and one output chunk.
+Memory does not grow with the sources: a permutation is computed in chunks (a Feistel
+bijection, :class:`Permutation`), the lengths are read from the sources' memory-mapped
+indexes, and the output's index is written in place as documents arrive.
 """
 
 from __future__ import annotations
@@ -249,21 +251,75 @@ def _source_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
 
 
-def partial_count(lengths: np.ndarray, order: np.ndarray, remainder: int) -> int:
-    """How many documents of ``order`` come closest to ``remainder`` tokens (ties: fewer)."""
+ORDER_CHUNK = 1 << 20  # positions of a permutation made at once (8 MB): what a source's order costs in memory
+
+
+class Permutation:
+    """A seeded bijection of ``range(n)``, computed in chunks: memory does not grow with ``n``.
+
+    A balanced Feistel network of four rounds (splitmix64 round functions keyed by the seed)
+    over the smallest power-of-two domain of an even number of bits holding ``n``, with cycle
+    walking (a value outside ``range(n)`` is encrypted again until it lands inside, which keeps
+    the map a bijection of ``range(n)``). The same seed gives the same order on every machine.
+    """
+
+    def __init__(self, n: int, seed: Any) -> None:
+        self.n = int(n)
+        bits = max(2, int(self.n - 1).bit_length())
+        self.half = (bits + 1) // 2
+        self.mask = np.uint64((1 << self.half) - 1)
+        ss = np.random.SeedSequence(seed)
+        self.keys = [np.uint64(k) for k in ss.generate_state(4, np.uint64)]
+
+    def _encrypt(self, x: np.ndarray) -> np.ndarray:
+        from curate.partitions import mix64
+
+        h = np.uint64(self.half)
+        left, right = x >> h, x & self.mask
+        for k in self.keys:
+            left, right = right, left ^ (mix64(right ^ k) & self.mask)
+        return (left << h) | right
+
+    def __call__(self, positions: np.ndarray) -> np.ndarray:
+        """The documents at ``positions`` (ints below n) of the permuted order."""
+        x = self._encrypt(positions.astype(np.uint64))
+        out = x >= np.uint64(self.n)
+        while out.any():  # cycle walking: at most a few rounds (the domain is under 4n)
+            x[out] = self._encrypt(x[out])
+            out = x >= np.uint64(self.n)
+        return x.astype(np.int64)
+
+    def chunks(self, stop: int | None = None) -> Iterator[np.ndarray]:
+        """The order's first ``stop`` documents (all by default), ``ORDER_CHUNK`` at a time."""
+        stop = self.n if stop is None else min(stop, self.n)
+        for start in range(0, stop, ORDER_CHUNK):
+            yield self(np.arange(start, min(stop, start + ORDER_CHUNK), dtype=np.int64))
+
+
+def partial_count(lengths: np.ndarray, order: np.ndarray | Iterator[np.ndarray], remainder: int) -> int:
+    """How many documents of ``order`` (an array, or its chunks) come closest to ``remainder`` tokens (ties: fewer)."""
     if remainder <= 0:
         return 0
-    cum = np.cumsum(lengths[order], dtype=np.int64)
-    j = int(np.searchsorted(cum, remainder, side="left")) + 1  # first count reaching the remainder
-    j = min(j, len(order))
-    below = int(cum[j - 2]) if j >= 2 else 0
-    above = int(cum[j - 1])
-    return j if (above - remainder) < (remainder - below) else j - 1
+    done, total = 0, 0
+    for part in [order] if isinstance(order, np.ndarray) else order:
+        cum = total + np.cumsum(np.asarray(lengths[part], dtype=np.int64), dtype=np.int64)
+        if len(cum) and cum[-1] >= remainder:
+            j = int(np.searchsorted(cum, remainder, side="left")) + 1  # first count reaching the remainder
+            below = int(cum[j - 2]) if j >= 2 else total
+            above = int(cum[j - 1])
+            return done + (j if (above - remainder) < (remainder - below) else j - 1)
+        done += len(part)
+        total = int(cum[-1]) if len(cum) else total
+    return done  # the whole order falls short: all of it
 
 
 @dataclass
 class SourceSelection:
-    """The documents one source contributes: ``full`` whole epochs, then ``partial`` more documents."""
+    """The documents one source contributes: ``full`` whole epochs, then ``partial`` more documents.
+
+    ``lengths`` may be the memory-mapped lengths of the source's index: nothing is copied, and
+    each epoch's order is a :class:`Permutation` streamed in chunks.
+    """
 
     lengths: np.ndarray
     full: int
@@ -276,30 +332,28 @@ class SourceSelection:
         return self.full * len(self.lengths) + self.partial
 
     def tokens(self) -> int:
-        total = self.full * int(self.lengths.sum())
-        if self.partial:
-            order = self.epoch_order(self.full)
-            total += int(self.lengths[order[: self.partial]].sum())
+        total = self.full * int(self.lengths.sum(dtype=np.int64))
+        for part in self.epoch_order(self.full).chunks(self.partial) if self.partial else ():
+            total += int(self.lengths[part].sum(dtype=np.int64))
         return total
 
-    def epoch_order(self, epoch: int) -> np.ndarray:
-        return np.random.default_rng([self.seed, self.key, epoch]).permutation(len(self.lengths))
+    def epoch_order(self, epoch: int) -> Permutation:
+        return Permutation(len(self.lengths), [self.seed, self.key, epoch])
 
     def stream(self) -> Iterator[np.ndarray]:
         for e in range(self.full):
-            yield self.epoch_order(e)
+            yield from self.epoch_order(e).chunks()
         if self.partial:
-            yield self.epoch_order(self.full)[: self.partial]
+            yield from self.epoch_order(self.full).chunks(self.partial)
 
 
 def select(lengths: np.ndarray, target: int, seed: int, name: str) -> SourceSelection:
     """Whole epochs while they fit the target, then the closest prefix of one more seeded permutation."""
-    lengths = np.asarray(lengths, dtype=np.int64)
-    available = int(lengths.sum())
+    available = int(np.asarray(lengths).sum(dtype=np.int64))
     full, remainder = divmod(int(target), available)
     sel = SourceSelection(lengths, full, 0, seed, _source_key(name))
     if remainder:
-        sel.partial = partial_count(lengths, sel.epoch_order(full), remainder)
+        sel.partial = partial_count(lengths, sel.epoch_order(full).chunks(), remainder)
     return sel
 
 

@@ -14,8 +14,9 @@ so that any document's text and family are known without storing them:
 The ideal clustering (connected components of the pairs with Jaccard >= 0.8) is the families
 by construction: random documents share no 5-gram. Each run is ``curate dedup fuzzy --verify
 exact --workers W --task-memory M`` in a fresh process tree; the largest process's peak RSS
-is the high-water mark of the run's process and its workers (``RUSAGE_CHILDREN``), ``_work/``
-its scratch disk. With ``--landed COMMIT``, the dedup that held the whole corpus in one process
+is the largest anonymous resident memory of the run's process and its workers (``RssAnon``,
+sampled every 50 ms: the data a process holds, not the pages of memory-mapped work files, which
+are page cache), ``_work/`` its scratch disk. With ``--landed COMMIT``, the dedup that held the whole corpus in one process
 (that commit, checked out and built in a temporary worktree) runs on the first size too, and the
 output shards of both (``--no-dup-count``: that commit wrote no ``dup_count``) are compared by
 sha256. With ``--ray-size N``, the N-document run is repeated on a local Ray cluster of
@@ -144,24 +145,71 @@ def build(n: int, workers: int) -> Path:
 # --------------------------------------------------------------------------- running and scoring
 
 
+_PROBE = r"""
+import os, resource, subprocess, sys, threading, time
+
+def tree(root):
+    kids = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+                kids.setdefault(ppid, []).append(int(d))
+            except (OSError, ValueError, IndexError):
+                pass
+    out, todo = [], [root]
+    while todo:
+        p = todo.pop()
+        out.append(p)
+        todo.extend(kids.get(p, []))
+    return out
+
+def anon(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+proc = subprocess.Popen(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+peak = [0]
+def sample():
+    while proc.poll() is None:
+        for p in tree(proc.pid):
+            peak[0] = max(peak[0], anon(p))
+        time.sleep(0.05)
+t = threading.Thread(target=sample, daemon=True)
+t.start()
+err = proc.stderr.read()
+proc.wait()
+t.join()
+sys.stderr.write(err)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024, peak[0])
+sys.exit(proc.returncode)
+"""
+
+
 def run_curate(
     args: list[str], env: dict[str, str] | None = None, python: str = sys.executable, cwd: Path = WORK
 ) -> tuple[float, int, str]:
-    """Run curate in a fresh process tree from ``cwd``; (wall seconds, the largest process's peak RSS in bytes, stderr).
+    """Run curate in a fresh process tree from ``cwd``; (wall seconds, the largest process's peak memory in bytes, stderr).
 
-    ``python -m curate`` imports curate from its working directory first: the landed checkout runs from its own.
+    The peak is the largest anonymous resident memory (``RssAnon``, sampled every 50 ms over the
+    process and its workers): what a process holds, not the file pages it maps (the page cache
+    of memory-mapped work files, which the kernel reclaims). ``python -m curate`` imports curate
+    from its working directory first: the landed checkout runs from its own.
     """
-    probe = ("import resource, subprocess, sys\n"
-             "r = subprocess.run(sys.argv[1:], capture_output=True, text=True)\n"
-             "sys.stderr.write(r.stderr)\n"
-             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
-             "sys.exit(r.returncode)\n")  # fmt: skip
     t0 = time.monotonic()
-    r = subprocess.run([python, "-c", probe, python, "-m", "curate", *args], capture_output=True, text=True, env=env, cwd=cwd)
+    r = subprocess.run([python, "-c", _PROBE, python, "-m", "curate", *args], capture_output=True, text=True, env=env, cwd=cwd)
     wall = time.monotonic() - t0
     if r.returncode != 0:
         raise SystemExit(f"curate {' '.join(args)} failed:\n{r.stderr[-3000:]}")
-    return wall, int(r.stdout.strip().splitlines()[-1]) * 1024, r.stderr
+    _hwm, anon = (int(x) for x in r.stdout.strip().splitlines()[-1].split())
+    return wall, anon, r.stderr
 
 
 def du(path: Path) -> int:
@@ -277,16 +325,16 @@ def main() -> int:
                      ("signatures", "lsh", "components", "clusters")], f"{n / wall / a.workers:,.0f}", fmt_mb(rss), fmt_mb(work_bytes),
                      f"{work_bytes / n:,.0f}", f"{p_all[0]:.3f} / {p_all[1]:.3f}", f"{p_nb[0]:.3f} / {p_nb[1]:.3f}",
                      f"{d['clusters']:,}", str(runs[n]["rounds"])])  # fmt: skip
-        print(tables.text_table(["docs", "B/doc", "s", "sig", "lsh", "cc", "clusters", "docs/s/core", "peak RSS MB", "_work MB", "_work B/doc",
+        print(tables.text_table(["docs", "B/doc", "s", "sig", "lsh", "cc", "clusters", "docs/s/core", "peak MB", "_work MB", "_work B/doc",
                                  "P/R", "P/R no boilerplate", "clusters", "cc rounds"], rows[-1:]), flush=True)  # fmt: skip
         print(f"  (corpus built in {built:.0f} s, {corpus_bytes / 1e6:,.0f} MB of Parquet)", flush=True)
     head = ["docs", "text bytes/doc", "wall s", "signatures s", "LSH + pairs s", "components s", "clusters s", "docs/s per core",
-            "largest process peak RSS MB", "_work/ MB", "_work/ bytes per doc", "P / R", "P / R (no boilerplate)", "clusters",
+            "largest process peak memory MB (RssAnon)", "_work/ MB", "_work/ bytes per doc", "P / R", "P / R (no boilerplate)", "clusters",
             "component rounds"]  # fmt: skip
     body = [tables.md_table(head, rows)]
     first, last = sizes[0], sizes[-1]
     flat = runs[last]["rss"] / runs[first]["rss"]
-    body.append(f"\nPeak RSS of the largest process, {last:,} vs {first:,} documents: {flat:.2f}x "
+    body.append(f"\nPeak memory of the largest process, {last:,} vs {first:,} documents: {flat:.2f}x "
                 f"({fmt_mb(runs[first]['rss'])} MB -> {fmt_mb(runs[last]['rss'])} MB at --task-memory {a.task_memory}).")  # fmt: skip
 
     compare = []
@@ -309,7 +357,7 @@ def main() -> int:
         body.append(f"\nThe same {n:,}-document corpus through the single-process dedup of commit {a.landed} and the partitioned one "
                     f"(`--no-dup-count`, since that commit wrote no dup_count): output shards {'byte-identical' if same else 'DIFFERENT'} "
                     f"({len(ld)} shards; sha256 of the shard digests below).\n")  # fmt: skip
-        body.append(tables.md_table(["run", "docs", "wall s", "docs/s per core", "peak RSS MB", "sha256 of the shards"], compare))
+        body.append(tables.md_table(["run", "docs", "wall s", "docs/s per core", "peak memory MB (RssAnon)", "sha256 of the shards"], compare))
         if not same:
             print("OUTPUT DIFFERS from the landed dedup", file=sys.stderr)
     if a.ray_size:

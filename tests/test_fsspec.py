@@ -174,7 +174,7 @@ def test_sample_pipeline_on_s3_equals_local(s3, run, tmp_path):
         want = digest_dir(local / stage)
         assert want and digest_dir(got / stage) == want, stage
         assert (got / stage / "_SUCCESS").exists()
-    assert (got / "fuzzy" / "_work" / "signatures").is_dir() and (got / "decontam" / "_work" / "index" / "index.json").exists()
+    assert (got / "fuzzy" / "_work" / "sig").is_dir() and (got / "decontam" / "_work" / "index" / "index.json").exists()
     for ext in (".bin", ".idx"):
         assert (got / "tok" / f"all{ext}").read_bytes() == (local / "tok" / f"all{ext}").read_bytes()
     assert not list((got / "tok").glob("all.work*"))  # the pieces are removed after the merge

@@ -357,7 +357,9 @@ def main() -> int:
         body.append(f"\nThe same {n:,}-document corpus through the single-process dedup of commit {a.landed} and the partitioned one "
                     f"(`--no-dup-count`, since that commit wrote no dup_count): output shards {'byte-identical' if same else 'DIFFERENT'} "
                     f"({len(ld)} shards; sha256 of the shard digests below).\n")  # fmt: skip
-        body.append(tables.md_table(["run", "docs", "wall s", "docs/s per core", "peak memory MB (RssAnon)", "sha256 of the shards"], compare))
+        body.append(
+            tables.md_table(["run", "docs", "wall s", "docs/s per core", "peak memory MB (RssAnon)", "sha256 of the shards"], compare)
+        )
         if not same:
             print("OUTPUT DIFFERS from the landed dedup", file=sys.stderr)
     if a.ray_size:

@@ -203,6 +203,46 @@ def test_survivor_priority_then_length_then_id():
     assert {r["id"]: r["cluster"] for r in out} == {"a": "a", "b": "a", "c": "a", "x": "y", "y": "y"}
 
 
+@pytest.mark.parametrize("groups,parts", [(1, 1), (3, 2), (7, 5)])
+@pytest.mark.parametrize("longest", [True, False])
+def test_partitioned_survivors_equal_one_sort_of_all_members(tmp_path, groups, parts, longest):
+    """attach -> reduce -> finalize (each group's best member, then the best of those) chooses what one sort of everything does."""
+    from curate.dedup.clusters import AttachJob, FinalizeJob, ReduceJob, attach_job, finalize_job, reduce_job
+    from curate.partitions import write_buckets
+
+    rng = np.random.default_rng(groups * 10 + parts + longest)
+    n_shards, per_shard = 14, 40
+    docs = np.concatenate([(np.int64(s) << np.int64(32)) | np.arange(per_shard, dtype=np.int64) for s in range(n_shards)])
+    comp = np.sort(rng.choice(docs, 30, replace=False))[rng.integers(0, 30, len(docs))]  # 30 components, members everywhere
+    comp[rng.random(len(docs)) < 0.02] = docs[0]  # and one spanning every group
+    group_of_shard = [min(groups - 1, s * groups // n_shards) for s in range(n_shards)]
+    meta = pa.table({"doc": docs, "id": [f"id{int(rng.integers(0, 10**6)):06d}-{i}" for i in range(len(docs))],
+                     "source": rng.choice(["cc/X", "pile/W"], len(docs)).tolist(),
+                     "rank": pa.array(rng.integers(0, 3, len(docs)), pa.int32()), "length": pa.array(rng.integers(0, 5, len(docs)), pa.int64()),
+                     "weight": pa.array(rng.integers(1, 4, len(docs)), pa.int64())})  # fmt: skip
+    metas = []
+    for s in range(n_shards):
+        pq.write_table(meta.slice(s * per_shard, per_shard), tmp_path / f"m{s}.parquet")
+        metas.append(str(tmp_path / f"m{s}.parquet"))
+    shard = (docs >> np.int64(32)).astype(np.int64)
+    write_buckets(tmp_path / "labels", {"doc": docs, "component": comp}, np.asarray(group_of_shard)[shard], groups)
+    mi = [str(tmp_path / f"a{g}.parquet") for g in range(groups)]
+    pt = [str(tmp_path / f"p{g}.arrow") for g in range(groups)]
+    for g in range(groups):
+        attach_job(AttachJob(g, [str(tmp_path / "labels")], [metas[s] for s in range(n_shards) if group_of_shard[s] == g], mi[g], pt[g],
+                             parts, longest))  # fmt: skip
+    res = [str(tmp_path / f"r{c}.arrow") for c in range(parts)]
+    stats = [reduce_job(ReduceJob(c, pt, res[c], groups, 1 << 30)) for c in range(parts)]
+    got = {}
+    for g in range(groups):
+        finalize_job(FinalizeJob(g, mi[g], res, str(tmp_path / f"f{g}.parquet"), str(tmp_path / f"l{g}.arrow"), 3))
+        t = pq.read_table(tmp_path / f"f{g}.parquet").to_pylist()
+        got.update({r["doc"]: (r["cluster"], r["kept"], r["dup_count"]) for r in t})
+    ref = choose_survivors(meta.append_column("component", pa.array(comp)), tie_break_longest=longest).to_pylist()
+    assert got == {r["doc"]: (r["cluster"], r["kept"], r["dup_count"]) for r in ref}
+    assert sum(s["clusters"] for s in stats) == len(np.unique(comp)) and sum(s["members"] for s in stats) == len(docs)
+
+
 # --------------------------------------------------------------------------- CLI end to end
 
 
@@ -387,8 +427,9 @@ def test_one_and_two_workers_give_identical_output(run, near_dup_corpus, tmp_pat
     ("pairs", "_work/cc/edges/u-*.json", 2),
     ("components", "_work/cc/round-000/part-*.json", 2),
     ("labels", "_work/cc/labels/part-*.json", 2),
-    ("attach", "_work/clusters/attach/g-*.off.npy", 2),
-    ("survivors", "_work/clusters/members/c-*.json", 2),
+    ("attach", "_work/clusters/partials/g-*.off.npy", 2),
+    ("survivors", "_work/clusters/results/c-*.json", 2),
+    ("members", "_work/clusters/members/g-*.parquet", 2),
     ("clusters", "_clusters/part-*.parquet", 2),
     ("removal", "part-*.parquet", 3),
 ])  # fmt: skip

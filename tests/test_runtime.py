@@ -515,8 +515,15 @@ def test_layout_rules_hold():
         return _imports(files[mod])
 
     runtime = {m for m in files if m == "curate.runtime" or m.startswith("curate.runtime.")}
-    low_level = ["curate.storage", "curate.dataset", "curate.schema", "curate.stats", "curate.targets", "curate.registry",
-                 "curate.partitions"]
+    low_level = [
+        "curate.storage",
+        "curate.dataset",
+        "curate.schema",
+        "curate.stats",
+        "curate.targets",
+        "curate.registry",
+        "curate.partitions",
+    ]
     low_level += [m for m in files if m.startswith(("curate.formats", "curate.warc"))]
     for low in low_level:
         bad = {m for m in imports(low) if m in stage_mods or m in runtime or m in ("curate.executor", "curate.cli")}

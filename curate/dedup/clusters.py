@@ -94,8 +94,6 @@ def size_histogram(sizes: np.ndarray) -> dict[str, int]:
 ATTACH_SCHEMA = pa.schema([("component", pa.int64()), ("doc", pa.int64()), ("id", pa.string()), ("source", pa.string()),
                            ("rank", pa.int32()), ("length", pa.int64()), ("weight", pa.int64())])  # fmt: skip
 MEMBER_SCHEMA = pa.schema([("doc", pa.int64()), ("cluster", pa.string()), ("kept", pa.bool_()), ("dup_count", pa.int64())])
-LISTING_SCHEMA = pa.schema([("id", pa.string()), ("cluster", pa.string()), ("source", pa.string()), ("kept", pa.bool_()),
-                            ("dup_count", pa.int64()), ("component", pa.int64())])  # fmt: skip
 MEMBER_BYTES = 320  # one cluster member in a survivor task (its id and source, the sort), for planning
 
 
@@ -111,20 +109,42 @@ def shard_groups(rows_per_shard: list[int], groups: int) -> list[int]:
 
 @dataclass
 class AttachJob:
-    """Members of one shard group: each node's component with its document's id, source, rank, length, weight."""
+    """Members of one shard group, and each of its components' best member there (a partial survivor).
+
+    The members (component, doc, id, source, rank, length, weight) stay in the group's file;
+    only one row per (component, group), the group's best member and its weight and size, is
+    shuffled by component: the reduction that chooses a survivor never holds a component's
+    members, so a component of a million documents costs a million rows nowhere.
+    """
 
     group: int
     labels: list[str]  # the label files of the components phase
     meta: list[str]  # the signature meta files of the group's chunks, in order
-    out: str
-    parts: int  # survivor partitions
+    members_out: str
+    partials_out: str
+    parts: int  # reduce partitions
+    tie_break_longest: bool = True
+
+
+def _best_first(t: pa.Table, tie_break_longest: bool) -> pa.Table:
+    """``t`` sorted by component, then the survivor order: rank, longest (fuzzy), smallest id."""
+    neg_len = pc.negate(t.column("length")) if tie_break_longest else pa.array(np.zeros(t.num_rows, np.int64))
+    t = t.append_column("neg_len", neg_len)
+    order = pc.sort_indices(t, sort_keys=[("component", "ascending"), ("rank", "ascending"), ("neg_len", "ascending"), ("id", "ascending")])
+    return t.take(order)
+
+
+def _firsts(comp: np.ndarray) -> np.ndarray:
+    first = np.ones(len(comp), bool)
+    first[1:] = comp[1:] != comp[:-1]
+    return first
 
 
 def attach_job(job: AttachJob) -> dict[str, Any]:
+    from curate.formats.parquet import write_table_atomic
     from curate.partitions import hash_partition, partitioned_done, read_buckets, write_partitioned
 
-    out = as_path(job.out)
-    if partitioned_done(out):
+    if partitioned_done(job.partials_out):
         return {"skipped": 1}
     cols = read_buckets([as_path(p) for p in job.labels], [job.group], ["doc", "component"])
     doc, comp = cols["doc"].astype(np.int64), cols["component"].astype(np.int64)
@@ -141,12 +161,23 @@ def attach_job(job: AttachJob) -> dict[str, Any]:
         sub = meta.filter(pa.array(hit))
         pieces.append(sub.add_column(0, "component", pa.array(comp[pos[hit]], pa.int64())))
     t = pa.concat_tables(pieces).select(ATTACH_SCHEMA.names).cast(ATTACH_SCHEMA) if pieces else ATTACH_SCHEMA.empty_table()
-    write_partitioned(out, t, hash_partition(t.column("component").to_numpy(), job.parts), job.parts)
+    write_table_atomic(as_path(job.members_out), t)  # sorted by doc (the meta files come in doc order)
+    s = _best_first(t, job.tie_break_longest)
+    c = s.column("component").to_numpy()
+    first = _firsts(c)
+    starts = np.flatnonzero(first)
+    weight = np.add.reduceat(s.column("weight").to_numpy().astype(np.int64), starts) if len(c) else np.zeros(0, np.int64)
+    size = np.diff(np.r_[starts, len(c)]).astype(np.int64)
+    best = s.filter(pa.array(first))
+    partials = pa.table({"component": best.column("component"), "id": best.column("id"), "rank": best.column("rank"),
+                         "neg_len": best.column("neg_len"), "weight": pa.array(weight, pa.int64()), "size": pa.array(size, pa.int64()),
+                         "group": pa.array(np.full(len(starts), job.group, np.int64))})  # fmt: skip
+    write_partitioned(as_path(job.partials_out), partials, hash_partition(partials.column("component").to_numpy(), job.parts), job.parts)
     return {"members": t.num_rows}
 
 
 def choose_survivors(members: pa.Table, tie_break_longest: bool = True) -> pa.Table:
-    """Mark the survivor of each component.
+    """The survivors of every component in one sort: the single-process reference the partitioned phases are tested against.
 
     ``members`` has columns doc, component, id, source, rank (priority: lower first), length
     and optionally weight. The survivor is the member of the best rank, then (with
@@ -158,76 +189,106 @@ def choose_survivors(members: pa.Table, tie_break_longest: bool = True) -> pa.Ta
         return pa.table({"id": pa.array([], pa.string()), "cluster": pa.array([], pa.string()), "source": pa.array([], pa.string()),
                          "kept": pa.array([], pa.bool_()), "doc": pa.array([], pa.int64()), "dup_count": pa.array([], pa.int64()),
                          "component": pa.array([], pa.int64())})  # fmt: skip
-    neg_len = pc.negate(members.column("length")) if tie_break_longest else pa.array(np.zeros(members.num_rows, np.int64))
-    t = members.append_column("neg_len", neg_len)
-    order = pc.sort_indices(t, sort_keys=[("component", "ascending"), ("rank", "ascending"), ("neg_len", "ascending"), ("id", "ascending")])
-    t = t.take(order)
+    t = _best_first(members, tie_break_longest)
     comp = t.column("component").to_numpy()
-    first = np.ones(len(comp), bool)
-    first[1:] = comp[1:] != comp[:-1]
+    first = _firsts(comp)
     kept_idx = np.maximum.accumulate(np.where(first, np.arange(len(comp)), 0))
     weight = t.column("weight").to_numpy() if "weight" in t.column_names else np.ones(len(comp), np.int64)
     starts = np.flatnonzero(first)
-    sums = np.add.reduceat(weight.astype(np.int64), starts)
-    dup_count = np.repeat(sums, np.diff(np.r_[starts, len(comp)]))
+    dup_count = np.repeat(np.add.reduceat(weight.astype(np.int64), starts), np.diff(np.r_[starts, len(comp)]))
     ids = t.column("id")
-    cluster = ids.take(pa.array(kept_idx))
-    out = pa.table({"id": ids, "cluster": cluster, "source": t.column("source"), "kept": pa.array(first), "doc": t.column("doc"),
-                    "dup_count": pa.array(dup_count, pa.int64()), "component": t.column("component")})  # fmt: skip
-    order = pc.sort_indices(out, sort_keys=[("cluster", "ascending"), ("id", "ascending")])
-    return out.take(order)
+    out = pa.table({"id": ids, "cluster": ids.take(pa.array(kept_idx)), "source": t.column("source"), "kept": pa.array(first),
+                    "doc": t.column("doc"), "dup_count": pa.array(dup_count, pa.int64()), "component": t.column("component")})  # fmt: skip
+    return out.take(pc.sort_indices(out, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
+
+
+PARTIAL_SCHEMA = pa.schema([("component", pa.int64()), ("id", pa.string()), ("rank", pa.int32()), ("neg_len", pa.int64()),
+                            ("weight", pa.int64()), ("size", pa.int64()), ("group", pa.int64())])  # fmt: skip
+RESULT_SCHEMA = pa.schema([("component", pa.int64()), ("cluster", pa.string()), ("dup_count", pa.int64())])
 
 
 @dataclass
-class SurvivorJob:
-    """One survivor partition: choose each component's survivor; members by shard group, the listing by its part."""
+class ReduceJob:
+    """One partition of components: the survivor of each from its groups' best members, and the cluster's size."""
 
     part: int
-    inputs: list[str]  # every attach file
-    out_members: str
-    out_listing: str
+    inputs: list[str]  # every attach job's partials
+    out: str
     groups: int
-    group_of_shard: list[int]
-    listing_parts: int
     budget: int
-    tie_break_longest: bool = True
 
 
-def survivor_job(job: SurvivorJob) -> dict[str, Any]:
-    from curate.partitions import check_fits, hash_partition, partition_counts, partitioned_done, read_partition, write_partitioned
+def reduce_job(job: ReduceJob) -> dict[str, Any]:
+    import json
 
-    if partitioned_done(job.out_members) and partitioned_done(job.out_listing) and as_path(job.out_members + ".json").exists():
-        import json
-
-        return json.loads(as_path(job.out_members + ".json").read_text())
-    paths = [as_path(p) for p in job.inputs]
-    rows = int(sum(int(partition_counts(p)[job.part]) for p in paths))
-    check_fits(rows, MEMBER_BYTES, job.budget, f"dedup: cluster members of survivor partition {job.part}")
-    t = read_partition(paths, job.part, schema=ATTACH_SCHEMA)
-    chosen = choose_survivors(t, tie_break_longest=job.tie_break_longest)
-    docs = chosen.column("doc").to_numpy()
-    members = pa.table({"doc": docs, "cluster": chosen.column("cluster"), "kept": chosen.column("kept"),
-                        "dup_count": chosen.column("dup_count")})  # fmt: skip
-    order = np.argsort(docs, kind="stable")  # within a shard group, by doc: the removal pass slices its shard
-    members = members.take(pa.array(order))
-    group = np.asarray(job.group_of_shard, np.int64)[shard_of(members.column("doc").to_numpy())] if len(docs) else np.zeros(0, np.int64)
-    write_partitioned(as_path(job.out_members), members, group, job.groups)
-    listing = chosen.select(LISTING_SCHEMA.names)
-    write_partitioned(as_path(job.out_listing), listing, hash_partition(chosen.column("component").to_numpy(), job.listing_parts),
-                      job.listing_parts)  # fmt: skip
-    kept = chosen.column("kept").to_numpy(zero_copy_only=False)
-    comp = chosen.column("component").to_numpy()
-    sizes = np.unique(comp, return_counts=True)[1] if len(comp) else np.zeros(0, np.int64)
-    stats = {"members": int(len(docs)), "clusters": int(kept.sum()), "removed": int((~kept).sum()), "sizes": size_histogram(sizes)}
+    from curate.partitions import check_fits, partition_counts, partitioned_done, read_partition, write_partitioned
     from curate.storage import write_json_atomic
 
-    write_json_atomic(as_path(job.out_members + ".json"), stats)
+    stats_path = as_path(job.out + ".json")
+    if partitioned_done(job.out) and stats_path.exists():
+        return json.loads(stats_path.read_text())
+    paths = [as_path(p) for p in job.inputs]
+    rows = int(sum(int(partition_counts(p)[job.part]) for p in paths))
+    check_fits(rows, MEMBER_BYTES, job.budget, f"dedup: the components of survivor partition {job.part}")
+    t = read_partition(paths, job.part, schema=PARTIAL_SCHEMA)
+    t = t.take(
+        pc.sort_indices(t, sort_keys=[("component", "ascending"), ("rank", "ascending"), ("neg_len", "ascending"), ("id", "ascending")])
+    )
+    c = t.column("component").to_numpy()
+    first = _firsts(c)
+    starts = np.flatnonzero(first)
+    runs = np.diff(np.r_[starts, len(c)])
+    survivor = t.column("id").take(pa.array(np.repeat(starts, runs)))
+    weight = np.repeat(np.add.reduceat(t.column("weight").to_numpy(), starts), runs) if len(c) else np.zeros(0, np.int64)
+    sizes = np.add.reduceat(t.column("size").to_numpy(), starts) if len(c) else np.zeros(0, np.int64)
+    results = pa.table({"component": t.column("component"), "cluster": survivor, "dup_count": pa.array(weight, pa.int64())})
+    write_partitioned(as_path(job.out), results, t.column("group").to_numpy(), job.groups)  # to every group the component spans
+    stats = {"members": int(sizes.sum()), "clusters": int(len(starts)), "removed": int(sizes.sum() - len(starts)),
+             "sizes": size_histogram(sizes)}  # fmt: skip
+    write_json_atomic(stats_path, stats)
     return stats
 
 
 @dataclass
+class FinalizeJob:
+    """One shard group: each member's cluster, whether it is kept, and its cluster's dup_count; the listing rows by part."""
+
+    group: int
+    members_in: str  # the group's members (attach)
+    inputs: list[str]  # every reduce job's results
+    members_out: str
+    listing_out: str
+    listing_parts: int
+
+
+def finalize_job(job: FinalizeJob) -> dict[str, Any]:
+    from curate.formats.parquet import write_table_atomic
+    from curate.partitions import hash_partition, partitioned_done, read_partition, write_partitioned
+
+    if partitioned_done(job.listing_out) and as_path(job.members_out).exists():
+        return {"skipped": 1}
+    m = read_parquet(as_path(job.members_in))
+    r = read_partition([as_path(p) for p in job.inputs], job.group, schema=RESULT_SCHEMA)
+    r = r.take(pc.sort_indices(r, sort_keys=[("component", "ascending")]))
+    rc = r.column("component").to_numpy()
+    pos = np.searchsorted(rc, m.column("component").to_numpy())
+    cluster = r.column("cluster").take(pa.array(pos))
+    dup = r.column("dup_count").take(pa.array(pos))
+    kept = pc.equal(m.column("id"), cluster)
+    members = pa.table({"doc": m.column("doc"), "cluster": cluster, "kept": kept, "dup_count": dup})
+    write_table_atomic(as_path(job.members_out), members)  # by doc: a shard's rows are a slice
+    listing = pa.table({"id": m.column("id"), "cluster": cluster, "source": m.column("source"), "kept": kept, "dup_count": dup})
+    write_partitioned(as_path(job.listing_out), listing, hash_partition(m.column("doc").to_numpy(), job.listing_parts), job.listing_parts)
+    return {"members": m.num_rows}
+
+
+LISTING_OUT_SCHEMA = pa.schema([("id", pa.string()), ("cluster", pa.string()), ("source", pa.string()), ("kept", pa.bool_()),
+                                ("dup_count", pa.int64())])  # fmt: skip
+
+
+@dataclass
 class ListingJob:
-    """One part of ``OUT/_clusters/``: its clusters, sorted by cluster then id (parts depend only on the data)."""
+    """One part of ``OUT/_clusters/``: its rows sorted by cluster then id (parts by a hash of the document: they depend only on the data)."""
 
     part: int
     inputs: list[str]
@@ -241,9 +302,9 @@ def listing_job(job: ListingJob) -> dict[str, Any]:
     out = as_path(job.out)
     if out.exists():
         return {"skipped": 1}
-    t = read_partition([as_path(p) for p in job.inputs], job.part, schema=LISTING_SCHEMA)
+    t = read_partition([as_path(p) for p in job.inputs], job.part, schema=LISTING_OUT_SCHEMA)
     t = t.take(pc.sort_indices(t, sort_keys=[("cluster", "ascending"), ("id", "ascending")]))
-    write_table_atomic(out, t.select(["id", "cluster", "source", "kept", "dup_count"]))
+    write_table_atomic(out, t)
     return {"rows": t.num_rows}
 
 
@@ -251,16 +312,16 @@ def listing_job(job: ListingJob) -> dict[str, Any]:
 class ApplyClusters(DocStage):
     """The removal pass over one input shard: drop non-survivors, tag cluster members, count what each survivor stands for.
 
-    ``members`` are the survivor phase's member files; this shard's rows are in their batch
-    ``group``, sorted by doc key; rows not there are not duplicates. Dropped rows go to rejected
+    ``members`` is the finalize phase's file of this shard's group, sorted by doc key (this
+    shard's rows are a slice of it, found by the row groups' statistics); rows not there are
+    not duplicates. Dropped rows go to rejected
     with ``reason`` and ``dup_of`` (the id of the kept document); with ``dup_count`` every kept
     document gets ``dup_count``: its cluster's documents (weighted by an input ``dup_count``),
     or its own input ``dup_count`` (1 without one) when it has no duplicate. Rows are counted
     across batches, so one instance serves one shard.
     """
 
-    members: list[str] | None
-    group: int
+    members: str | None
     shard: int
     reason: str
     tag: bool = True  # add the dup_cluster column to kept documents
@@ -270,17 +331,15 @@ class ApplyClusters(DocStage):
 
     def _load(self) -> tuple[np.ndarray, list[str], np.ndarray, np.ndarray]:
         if self._loaded is None:
-            from curate.partitions import read_partition
+            import pyarrow.parquet as pq
 
-            lo, hi = doc_key(self.shard, np.zeros(1, np.int64))[0], doc_key(self.shard + 1, np.zeros(1, np.int64))[0]
-            pieces = []
-            for p in self.members or []:
-                t = read_partition([as_path(p)], self.group, schema=MEMBER_SCHEMA)
-                docs = t.column("doc").to_numpy()
-                a, b = np.searchsorted(docs, lo), np.searchsorted(docs, hi)
-                if b > a:
-                    pieces.append(t.slice(int(a), int(b - a)))
-            t = pa.concat_tables(pieces) if pieces else MEMBER_SCHEMA.empty_table()
+            lo, hi = int(doc_key(self.shard, np.zeros(1, np.int64))[0]), int(doc_key(self.shard + 1, np.zeros(1, np.int64))[0])
+            if self.members and as_path(self.members).exists():
+                path = as_path(self.members)
+                src = path if not hasattr(path, "fs") else path.open("rb")
+                t = pq.read_table(src, filters=[("doc", ">=", lo), ("doc", "<", hi)]).select(MEMBER_SCHEMA.names)
+            else:
+                t = MEMBER_SCHEMA.empty_table()
             rows = row_of(t.column("doc").to_numpy())
             order = np.argsort(rows, kind="stable")
             self._loaded = (rows[order], t.column("cluster").take(pa.array(order)).to_pylist(),

@@ -1,8 +1,12 @@
 """What exact and fuzzy dedup share: the plan (kept in ``_work/plan.json``) and the phases after the groups are known.
 
 Both stages end the same way: a ``labels`` shuffle (each duplicate's doc key and the key of
-its group, bucketed by shard group) goes through *attach*, *survivors* and *listing*
-(``clusters.py``), and the removal pass runs per input shard. :func:`finish` runs those
+its group, bucketed by shard group) goes through *attach* (per shard group: the members and
+each component's best member there), *survivors* (per partition of components: the survivor
+of each from those best members, and the cluster's size), *members* (per shard group: every
+member's cluster) and *listing* (``clusters.py``), and the removal pass runs per input
+shard. No task holds the members of a component: a component of any size costs one row per
+shard group it spans in the reduction. :func:`finish` runs those
 phases on the executor and returns the record's numbers and the removal pass's per-shard
 stage. Every count it plans with is read from the files' sidecars, never gathered.
 """
@@ -20,12 +24,14 @@ from curate.dedup.clusters import (
     MEMBER_BYTES,
     ApplyClusters,
     AttachJob,
+    FinalizeJob,
     ListingJob,
-    SurvivorJob,
+    ReduceJob,
     attach_job,
+    finalize_job,
     listing_job,
+    reduce_job,
     shard_groups,
-    survivor_job,
 )
 from curate.partitions import Plan, min_partitions, plan_partitions, summed_counts
 from curate.runtime import Context
@@ -42,37 +48,39 @@ def shard_rows(files: list[AnyPath]) -> list[int]:
 def finish(ctx: Context, plan: Plan, labels: list[str], meta_of_group: Callable[[int, list[int]], list[str]],
            reason: str, *, tag: bool, dup_count: bool, tie_break_longest: bool, name: str,
            timings: dict[str, float]) -> tuple[dict[str, Any], Callable[[int, AnyPath], ApplyClusters]]:  # fmt: skip
-    """Attach, survivors and listing over the ``labels`` shuffle; returns (the record's numbers, the removal pass per shard)."""
+    """Attach, reduce, finalize and listing over the ``labels`` shuffle; returns (the record's numbers, the removal pass per shard)."""
     work = ctx.work
     budget = plan.budget
     groups = int(plan.data["groups"])
     group_of_shard = plan.data["group_of_shard"]
     members_total = int(summed_counts([as_path(p) for p in labels], groups).sum()) if labels else 0
-    survivor_parts = plan.get("survivor_parts", lambda: plan_partitions(members_total, MEMBER_BYTES, budget))
+    reduce_parts = plan.get("survivor_parts", lambda: plan_partitions(members_total, MEMBER_BYTES, budget))
     listing_parts = plan.get("listing_parts", lambda: max(min_partitions(), math.ceil(members_total / LISTING_ROWS)))
 
     t = time.perf_counter()
-    attach = [str(work / "clusters" / "attach" / f"g-{g:05d}.arrow") for g in range(groups)]
-    jobs = [AttachJob(g, labels, meta_of_group(g, [s for s, gg in enumerate(group_of_shard) if gg == g]), attach[g], survivor_parts)
-            for g in range(groups)]  # fmt: skip
+    d = work / "clusters"
+    members_in = [str(d / "attach" / f"g-{g:05d}.parquet") for g in range(groups)]
+    partials = [str(d / "partials" / f"g-{g:05d}.arrow") for g in range(groups)]
+    jobs = [AttachJob(g, labels, meta_of_group(g, [s for s, gg in enumerate(group_of_shard) if gg == g]), members_in[g], partials[g],
+                      reduce_parts, tie_break_longest) for g in range(groups)]  # fmt: skip
     ctx.map(attach_job, jobs, labels=[f"group-{g:05d}" for g in range(groups)], desc=f"{name}: attach", unit="group")
-    members = [str(work / "clusters" / "members" / f"c-{c:05d}.arrow") for c in range(survivor_parts)]
-    listing = [str(work / "clusters" / "listing" / f"c-{c:05d}.arrow") for c in range(survivor_parts)]
-    sjobs = [SurvivorJob(c, attach, members[c], listing[c], groups, group_of_shard, listing_parts, budget, tie_break_longest)
-             for c in range(survivor_parts)]  # fmt: skip
-    results = ctx.map(survivor_job, sjobs, labels=[f"part-{c:05d}" for c in range(survivor_parts)], desc=f"{name}: survivors",
-                      unit="part")  # fmt: skip
+    results = [str(d / "results" / f"c-{c:05d}.arrow") for c in range(reduce_parts)]
+    rjobs = [ReduceJob(c, partials, results[c], groups, budget) for c in range(reduce_parts)]
+    ctx.map(reduce_job, rjobs, labels=[f"part-{c:05d}" for c in range(reduce_parts)], desc=f"{name}: survivors", unit="part")
+    members = [str(d / "members" / f"g-{g:05d}.parquet") for g in range(groups)]
+    listing = [str(d / "listing" / f"g-{g:05d}.arrow") for g in range(groups)]
+    fjobs = [FinalizeJob(g, members_in[g], results, members[g], listing[g], listing_parts) for g in range(groups)]
+    ctx.map(finalize_job, fjobs, labels=[f"group-{g:05d}" for g in range(groups)], desc=f"{name}: members", unit="group")
     out = as_path(str(ctx.out)) / "_clusters"
     ljobs = [ListingJob(k, listing, str(out / f"part-{k:05d}.parquet")) for k in range(listing_parts)]
     ctx.map(listing_job, ljobs, labels=[f"part-{k:05d}" for k in range(listing_parts)], desc=f"{name}: clusters", unit="part")
     timings["clusters"] = time.perf_counter() - t
     stats: dict[str, Any] = {"members": 0, "clusters": 0, "removed": 0, "sizes": {}}
-    for r in (json.loads(as_path(m + ".json").read_text()) for m in members):  # resumed tasks return the saved stats
-        merge_counts(stats, r)
-    del results
+    for r in results:  # resumed tasks return the saved stats
+        merge_counts(stats, json.loads(as_path(r + ".json").read_text()))
 
     def per_shard(i: int, _path: AnyPath) -> ApplyClusters:
-        return ApplyClusters(members, int(group_of_shard[i]), i, reason, tag=tag, dup_count=dup_count)
+        return ApplyClusters(members[int(group_of_shard[i])], i, reason, tag=tag, dup_count=dup_count)
 
     plan_info = {k: v for k, v in plan.data.items() if k not in ("group_of_shard", "chunks", "first_chunk")}
     return {"clusters": stats["clusters"], "cluster_sizes": stats["sizes"], "docs_in_clusters": stats["members"],

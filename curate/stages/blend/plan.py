@@ -251,7 +251,7 @@ def _source_key(name: str) -> int:
     return int.from_bytes(hashlib.sha256(name.encode()).digest()[:8], "little")
 
 
-ORDER_CHUNK = 1 << 20  # positions of a permutation made at once (8 MB): what a source's order costs in memory
+ORDER_CHUNK = 1 << 16  # positions of a permutation made at once (512 kB): what a source's order costs in memory
 
 
 class Permutation:

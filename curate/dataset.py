@@ -352,16 +352,66 @@ def _batches(
             return
 
 
+#: Ids checked in memory at once (16 bytes each); more are bucketed by hash range on disk first.
+ID_CHECK_ROWS = int(os.environ.get("CURATE_ID_CHECK_ROWS", "4000000"))
+
+
 def check_ids(files: list[AnyPath], ids: bool = True) -> int:
     """Raise a clear error when an id (or a source) is null or an id appears twice across ``files``; returns the rows checked.
 
     For inputs curate did not write (a user's Parquet files): their ids enter the pipeline
-    here. Memory: 16 bytes per row (a 64-bit hash of the id and its position), only for such inputs.
+    here. Each id becomes 16 bytes (a 64-bit hash and its position); up to ``ID_CHECK_ROWS``
+    are checked in memory, more are written in buckets by hash range to a temporary directory
+    and checked one bucket at a time, so the check's memory does not grow with the inputs.
     """
+    import tempfile
+
+    import numpy as np
+
+    total = sum(open_parquet(f).metadata.num_rows for f in files) if ids else 0
+    if total <= ID_CHECK_ROWS:
+        parts = list(_id_hashes(files, ids))
+        if not parts:
+            return 0
+        _check_sorted(files, np.concatenate([h for h, _ in parts]), np.concatenate([w for _, w in parts]))
+        return total if ids else 0
+    from curate.partitions import range_partition, read_buckets, write_buckets
+
+    buckets = 1 << max(1, int(np.ceil(np.log2(total / ID_CHECK_ROWS))))
+    with tempfile.TemporaryDirectory(prefix="curate-ids-") as tmp:
+        spill: list[AnyPath] = []
+        pend_h: list[np.ndarray] = []
+        pend_w: list[np.ndarray] = []
+
+        def flush() -> None:
+            h, w = np.concatenate(pend_h), np.concatenate(pend_w)
+            path = as_path(tmp) / f"s{len(spill):06d}"
+            write_buckets(path, {"h": h, "w": w}, range_partition(h, buckets), buckets)
+            spill.append(path)
+            pend_h.clear()
+            pend_w.clear()
+
+        held = 0
+        for h, w in _id_hashes(files, ids):
+            pend_h.append(h)
+            pend_w.append(w)
+            held += len(h)
+            if held >= ID_CHECK_ROWS:
+                flush()
+                held = 0
+        if pend_h:
+            flush()
+        for b in range(buckets):  # buckets in hash order: the first duplicate found is the one a single sort finds
+            c = read_buckets(spill, [b], ["h", "w"])
+            _check_sorted(files, c["h"].astype(np.uint64), c["w"].astype(np.int64))
+    return total
+
+
+def _id_hashes(files: list[AnyPath], ids: bool) -> Iterator[tuple[Any, Any]]:
+    """(xxh64 of each id, its file << 40 | row), batch by batch; null ids and sources are errors on the way."""
     import numpy as np
     import xxhash
 
-    hashes, where = [], []
     for i, f in enumerate(files):
         pf = open_parquet(f)
         names = pf.schema_arrow.names
@@ -382,17 +432,18 @@ def check_ids(files: list[AnyPath], ids: bool = True) -> int:
                 raise CurateError(f"{f}: row {row + _first_null(pa.chunked_array([col]))}: id is null (every document needs an id)")
             col = col.cast(pa.string()) if not is_text_type(col.type) else col
             raw = col.cast(pa.large_binary() if pa.types.is_large_string(col.type) else pa.binary()).to_pylist()  # bytes: no UTF-8 check
-            hashes.append(np.fromiter((xxhash.xxh64_intdigest(b) for b in raw), np.uint64, len(raw)))
-            where.append((np.int64(i) << np.int64(40)) | np.arange(row, row + len(raw), dtype=np.int64))
+            yield (np.fromiter((xxhash.xxh64_intdigest(b) for b in raw), np.uint64, len(raw)),
+                   (np.int64(i) << np.int64(40)) | np.arange(row, row + len(raw), dtype=np.int64))  # fmt: skip
             row += len(raw)
-    if not hashes:
-        return 0
-    h = np.concatenate(hashes)
-    w = np.concatenate(where)
+
+
+def _check_sorted(files: list[AnyPath], h: Any, w: Any) -> None:
+    """The first repeated id among these hashes (a hash collision is not a duplicate: the ids themselves are compared)."""
+    import numpy as np
+
     order = np.argsort(h, kind="stable")
     hs = h[order]
-    dup = np.nonzero(hs[1:] == hs[:-1])[0]
-    for k in dup:  # a hash collision is not a duplicate: compare the ids themselves
+    for k in np.nonzero(hs[1:] == hs[:-1])[0]:
         a, b = (int(w[order[k]]), int(w[order[k + 1]]))
         ida, idb = _id_at(files, a), _id_at(files, b)
         if ida == idb:
@@ -400,7 +451,6 @@ def check_ids(files: list[AnyPath], ids: bool = True) -> int:
             fb, rb = files[b >> 40], b & ((1 << 40) - 1)
             at = f"{fa} row {ra} and row {rb}" if fa == fb else f"{fa} row {ra} and {fb} row {rb}"
             raise CurateError(f"duplicate id {ida!r}: {at} (ids must be unique across the inputs)")
-    return len(h)
 
 
 def _id_at(files: list[AnyPath], where: int) -> str:

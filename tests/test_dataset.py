@@ -222,3 +222,23 @@ def test_killed_map_stage_rerun_gives_identical_output(tmp_path):
     assert not list(out.rglob(".*tmp*"))
     ids = pd.read_parquet(out)["id"]
     assert ids.is_unique and len(ids) == 24 * 400
+
+
+@pytest.mark.parametrize("limit", [10**9, 7])
+def test_id_check_finds_the_same_duplicate_in_memory_and_in_buckets(tmp_path, monkeypatch, limit):
+    """Ids past CURATE_ID_CHECK_ROWS are checked bucket by bucket on disk: the same answer, memory that does not grow."""
+    from curate import dataset
+    from curate.dataset import check_ids
+
+    monkeypatch.setattr(dataset, "ID_CHECK_ROWS", limit)
+    files = []
+    for k in range(4):
+        ids = [f"doc-{k}-{i}" for i in range(25)]
+        if k == 3:
+            ids[20] = "doc-1-13"  # a repeat across files
+        t = pa.table({"id": ids, "text": ["x"] * 25, "source": ["s"] * 25})
+        pq.write_table(t, tmp_path / f"f{k}.parquet")
+        files.append(tmp_path / f"f{k}.parquet")
+    assert check_ids(files[:3]) == 75
+    with pytest.raises(CurateError, match=r"duplicate id 'doc-1-13': .*f1.parquet row 13 and .*f3.parquet row 20"):
+        check_ids(files)

@@ -147,7 +147,7 @@ def attach_job(job: AttachJob) -> dict[str, Any]:
     if partitioned_done(job.partials_out):
         return {"skipped": 1}
     cols = read_buckets([as_path(p) for p in job.labels], [job.group], ["doc", "component"])
-    doc, comp = cols["doc"].astype(np.int64), cols["component"].astype(np.int64)
+    doc, comp = np.asarray(cols["doc"], np.int64), np.asarray(cols["component"], np.int64)
     order = np.argsort(doc)
     doc, comp = doc[order], comp[order]
     pieces = []

@@ -34,7 +34,7 @@ import numpy as np
 
 from curate.partitions import bucket_counts, bucket_done, check_fits, hash_partition, mix64, read_buckets, write_buckets
 
-EDGE_BYTES = 64  # one directed edge (16 bytes) with the temporaries of sorting and grouping it
+EDGE_BYTES = 192  # one directed edge (16 bytes) with the temporaries of deduplicating, a star step and bucketing (measured)
 
 
 # --------------------------------------------------------------------------- one round
@@ -127,7 +127,7 @@ def round_job(job: RoundJob) -> dict[str, Any]:
     rows = int(sum(bucket_counts(p)[job.part] for p in paths))
     check_fits(rows, EDGE_BYTES, job.budget, f"dedup fuzzy: the edges of connected-components partition {job.part}")
     cols = read_buckets(paths, [job.part], ["u", "v"])
-    u, v = _dedupe(cols["u"].astype(np.int64), cols["v"].astype(np.int64))
+    u, v = _dedupe(np.asarray(cols["u"], np.int64), np.asarray(cols["v"], np.int64))
     stats: dict[str, Any] = {"edges": int(len(u)), "digest": edge_digest(u, v), "stars": is_star_forest(u, v)}
     if job.op == "label":
         node, comp = labels(u, v)

@@ -63,7 +63,7 @@ def normalize_texts(texts: pa.Array | pa.ChunkedArray, ops: list[str]) -> pa.Arr
     return texts
 
 
-HASH_BYTES = 96  # one (hash, doc) row in a bucket task, with its sort
+HASH_BYTES = 128  # one (hash, doc) row in a bucket task, with its sort (measured)
 HASH_DOC_BYTES = 1024  # what a hash task holds per document of its chunk (the text of one batch, its meta row)
 
 
@@ -133,7 +133,7 @@ def bucket_job(job: BucketJob) -> dict[str, Any]:
     rows = int(sum(bucket_counts(p)[job.bucket] for p in paths))
     check_fits(rows, HASH_BYTES, job.budget, f"dedup exact: hash bucket {job.bucket}")
     c = read_buckets(paths, [job.bucket], ["hi", "lo", "doc"])
-    hi, lo, doc = c["hi"].astype(np.uint64), c["lo"].astype(np.uint64), c["doc"].astype(np.int64)
+    hi, lo, doc = np.asarray(c["hi"], np.uint64), np.asarray(c["lo"], np.uint64), np.asarray(c["doc"], np.int64)
     order = np.lexsort((doc, lo, hi))
     hi, lo, doc = hi[order], lo[order], doc[order]
     n = len(hi)

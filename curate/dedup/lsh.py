@@ -91,8 +91,8 @@ def verify_pairs(
 
 # --------------------------------------------------------------------------- the tasks
 
-LSH_BYTES = 64  # one (hash, doc) row in an LSH task, with its sort and the pairs it makes
-PAIR_BYTES = 64  # one candidate pair in a union task, with the sort that removes repeats
+LSH_BYTES = 128  # one (hash, doc) row in an LSH task, with its sort and the pairs it makes (measured)
+PAIR_BYTES = 96  # one candidate pair in a union task, with the sort that removes repeats (measured)
 VERIFY_CHUNK = 100_000  # candidate pairs verified at once (bounds the signatures or shingles loaded)
 
 
@@ -125,7 +125,7 @@ def lsh_job(job: LshJob) -> dict[str, Any]:
     for p in job.parts:
         cols = read_buckets(paths, [p], ["h", "d"])
         check_fits(len(cols["h"]), LSH_BYTES, job.budget, f"dedup fuzzy: LSH bucket range {p % job.lsh_parts} of band {p // job.lsh_parts}")
-        a, b = candidate_pairs(cols["h"].astype(np.uint64), cols["d"].astype(np.int64))
+        a, b = candidate_pairs(np.asarray(cols["h"], np.uint64), np.asarray(cols["d"], np.int64))
         a_all.append(a)
         b_all.append(b)
     a = np.concatenate(a_all) if a_all else np.zeros(0, np.int64)
@@ -162,7 +162,7 @@ def union_job(job: UnionJob) -> dict[str, Any]:
     paths = [as_path(p) for p in job.inputs]
     cols = read_buckets(paths, job.parts, ["a", "b"])
     check_fits(len(cols["a"]), PAIR_BYTES, job.budget, f"dedup fuzzy: candidate pairs of pair partitions {job.parts[0]}-{job.parts[-1]}")
-    a, b = unique_pairs(cols["a"].astype(np.int64), cols["b"].astype(np.int64))
+    a, b = unique_pairs(np.asarray(cols["a"], np.int64), np.asarray(cols["b"], np.int64))
     pairs = len(a)
     if job.verify != "none" and len(a):
         index = ChunkIndex(job.first_chunk, job.chunk_rows)

@@ -94,7 +94,7 @@ def size_histogram(sizes: np.ndarray) -> dict[str, int]:
 ATTACH_SCHEMA = pa.schema([("component", pa.int64()), ("doc", pa.int64()), ("id", pa.string()), ("source", pa.string()),
                            ("rank", pa.int32()), ("length", pa.int64()), ("weight", pa.int64())])  # fmt: skip
 MEMBER_SCHEMA = pa.schema([("doc", pa.int64()), ("cluster", pa.string()), ("kept", pa.bool_()), ("dup_count", pa.int64())])
-MEMBER_BYTES = 320  # one cluster member in a survivor task (its id and source, the sort), for planning
+MEMBER_BYTES = 640  # one cluster member in an attach, survivor or members task (its id and source, the sorts; measured)
 
 
 def shard_groups(rows_per_shard: list[int], groups: int) -> list[int]:

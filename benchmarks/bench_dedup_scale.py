@@ -317,9 +317,10 @@ def main() -> int:
         rec = json.loads((out / "_SUCCESS").read_text())
         d = rec["dedup"]
         work_bytes = du(out / "_work")
+        shingle_bytes = sum(f.stat().st_size for f in (out / "_work").rglob("*.sh*.npy"))  # --verify exact's shingle store
         scores = score(out, n)
         p_all, p_nb = scores["all"], scores["no_boilerplate"]
-        runs[n] = {"wall": wall, "rss": rss, "work": work_bytes, "phases": d["phase_seconds"], "record": rec, "digest": combined(shard_digests(out)),
+        runs[n] = {"wall": wall, "rss": rss, "work": work_bytes, "shingle_bytes": shingle_bytes, "phases": d["phase_seconds"], "record": rec, "digest": combined(shard_digests(out)),
                    "text_bytes": rec["bytes_in"], "rounds": d.get("components_rounds"), "plan": d.get("plan", {})}  # fmt: skip
         rows.append([f"{n:,}", f"{rec['bytes_in'] / n:,.0f}", f"{wall:,.0f}", *[f"{d['phase_seconds'].get(k, 0):,.0f}" for k in
                      ("signatures", "lsh", "components", "clusters")], f"{n / wall / a.workers:,.0f}", fmt_mb(rss), fmt_mb(work_bytes),
@@ -385,7 +386,8 @@ def main() -> int:
     per_byte = ph.get("signatures", 0) * a.workers / r["text_bytes"]  # core-seconds per byte of text (shingling, MinHash)
     per_doc = (ph.get("lsh", 0) + ph.get("components", 0) + ph.get("clusters", 0) + removal) * a.workers / last  # core-seconds per doc
     core_s = per_byte * MTNLG_DOCS * MTNLG_DOC_BYTES + per_doc * MTNLG_DOCS
-    scratch = r["work"] / last * MTNLG_DOCS
+    # the shingle store grows with the text (4 bytes per shingle), the rest of _work/ with the documents
+    scratch = (r["work"] - r["shingle_bytes"]) / last * MTNLG_DOCS + r["shingle_bytes"] / r["text_bytes"] * MTNLG_DOCS * MTNLG_DOC_BYTES
     body.append("\n## Projection: the MT-NLG CommonCrawl part\n")
     body.append(tables.md_table(["documents", "text per doc", "core-hours", "wall on 512 cores", "peak memory per task", "scratch disk (_work/)"],
                                 [[f"{MTNLG_DOCS / 1e9:.2f} billion", f"{MTNLG_DOC_BYTES:,} B", f"{core_s / 3600:,.0f}",
@@ -393,7 +395,7 @@ def main() -> int:
     note = (
         "The signature phase scales with the text (measured core-seconds per byte at the largest size, times the documents' bytes); "
         "LSH, pairs, components, clusters and the removal pass with the documents (core-seconds per document at the largest size). "
-        "The scratch disk scales with the documents as measured (--verify exact stores 32 bits per shingle). The peak per task is "
+        "The scratch disk: --verify exact's shingle store (32 bits per shingle) scales with the text, the rest of _work/ with the documents. The peak per task is "
         "the measured one: it does not grow with the corpus at a fixed --task-memory. Planning assumption: duplicates as common as in "
         "this corpus; a corpus with more candidate pairs per document needs proportionally more LSH and pair time."
     )

@@ -656,14 +656,7 @@ def projection(run: dict, corpus: dict, args: argparse.Namespace, dedup_bytes_pe
         core_b, core_p = sec * by_bytes / 3600, sec * by_pages / 3600
         factor = by_bytes if s["stage"] == "extract" else by_pages
         core_h = sec * factor / 3600
-        if s["stage"] == "dedup":
-            ph = dict(s.get("phase_seconds") or {})
-            serial = ph.get("clusters", 0.0)
-            lsh = ph.get("lsh", 0.0)
-            parallel = max(0.0, sec - serial - lsh)
-            wall_h = (parallel / cores + lsh / min(cores, BANDS) + serial) * factor / 3600
-        else:
-            wall_h = core_h / cores
+        wall_h = core_h / cores  # every stage, dedup's phases included, is tasks over partitions
         out_tb = s["out_bytes"] * by_pages / 1e12
         file_s = sec * (bytes_per_file / wbytes if s["stage"] == "extract" else pages_per_file / pages)
         for k, v in (("cb", core_b), ("cp", core_p), ("ch", core_h), ("wall", wall_h), ("out", out_tb), ("file_s", file_s)):
@@ -678,9 +671,8 @@ def projection(run: dict, corpus: dict, args: argparse.Namespace, dedup_bytes_pe
         mem = (
             f" Dedup's peak memory grows by {dedup_bytes_per_doc:,.0f} bytes per document entering it ({slope_from}); the "
             f"~{dedup_docs / 1e9:,.2f} billion documents that would enter it (this corpus's share per page) make "
-            f"~{dedup_bytes_per_doc * dedup_docs / 2**30:,.0f} GiB for its largest process if that growth stays in one process "
-            "(the connected-components phase runs in the driver, each LSH band in one task): dedup each snapshot alone, or "
-            "plan a node that large."
+            f"~{dedup_bytes_per_doc * dedup_docs / 2**30:,.0f} GiB if that growth stayed in one process; it does not: every dedup phase is tasks over partitions bounded by "
+            "--task-memory, and docs/benchmarks/dedup_scale.md measures its largest process flat from 1M to 16M documents."
         )
     else:
         mem = " Dedup's memory per document: run `--scale` (chain_scale.md measures it between sizes)."
@@ -699,9 +691,8 @@ def projection(run: dict, corpus: dict, args: argparse.Namespace, dedup_bytes_pe
         "extracted text, which grows far less with the HTML around it), and outputs by pages; both scalings are shown. Real "
         f"CommonCrawl is ~45% English where this corpus is {corpus.get('english_share_html', 0.83):.0%}: langid keeps fewer "
         "there, so the stages after it are over-estimated here.",
-        f"Wall time: core-hours / cores for the per-file stages ({n_files:,} files, many more than cores); dedup's LSH phase "
-        f"runs one task per band ({BANDS}) and its clusters phase in one process, so those parts are divided by {min(cores, BANDS)} "
-        f"and 1 (phases timed at this size; at a few thousand pages they are milliseconds and their extrapolation is noise).{mem}",
+        f"Wall time: core-hours / cores for every stage ({n_files:,} files, many more than cores; dedup's phases are tasks "
+        f"over partitions of documents, bands and hash ranges, edges and components, as many as the cores).{mem}",
         f"Disk: {total_bytes / 1e12:,.0f} TB of WARC in, each stage's output as in the table (dedup's scratch adds "
         f"{(dd.get('scratch_bytes') or 0) * by_pages / 1e12:,.2f} TB while it runs); tokens as uint16 (.bin) plus the index.",
     ]

@@ -68,10 +68,15 @@ def find_files(spec: str) -> tuple[list[Path], Path]:
 
 
 def is_local(spec: str) -> bool:
-    """Whether ``--dataset`` names local files or an fsspec URL (else it is a hub name)."""
+    """Whether ``--dataset`` names local files or an fsspec URL (else it is a hub name).
+
+    A name with a data file's suffix or a glob character is a path even when nothing matches
+    (so a wrong path says "no such file", not "cannot reach the hub"): hub names have neither.
+    """
     from curate.storage import is_url
 
-    return is_url(spec) or Path(spec).exists() or bool(glob.glob(spec)) or spec.startswith((".", "/", "~"))
+    looks_like_path = spec.startswith((".", "/", "~")) or spec.endswith(SUFFIXES) or any(c in spec for c in "*?[")
+    return is_url(spec) or looks_like_path or Path(spec).exists() or bool(glob.glob(spec))
 
 
 class ZstdFrames(io.RawIOBase):

@@ -239,6 +239,14 @@ def test_a_file_two_layouts_fit_is_a_one_line_error(run, tmp_path):
 # --------------------------------------------------------------------------- bad input
 
 
+@pytest.mark.parametrize("spec", ["missing.jsonl", "missing.parquet", "no/such/dir/*.jsonl.gz"])
+def test_a_wrong_path_says_no_such_file_not_the_hub(run, tmp_path, spec, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    res = run("import", "--dataset", spec, "--out", tmp_path / "o", ok=False)
+    assert res.exit_code == 1 and f"{spec}: no such file or directory" in res.stderr and "hub" not in res.stderr
+
+
+
 def test_bad_records_are_counted_under_named_reasons(run, tmp_path):
     lines = [{"id": "a", "text": "good one"}, "{not json", "[1, 2]", {"id": "b"}, {"id": "c", "text": 7},
              b'{"id": "d", "text": "bad \xff byte"}', '{"id": "e", "text": "lone \\ud800 surrogate"}', {"id": "f", "text": "good two"}]  # fmt: skip

@@ -246,7 +246,6 @@ def test_a_wrong_path_says_no_such_file_not_the_hub(run, tmp_path, spec, monkeyp
     assert res.exit_code == 1 and f"{spec}: no such file or directory" in res.stderr and "hub" not in res.stderr
 
 
-
 def test_bad_records_are_counted_under_named_reasons(run, tmp_path):
     lines = [{"id": "a", "text": "good one"}, "{not json", "[1, 2]", {"id": "b"}, {"id": "c", "text": 7},
              b'{"id": "d", "text": "bad \xff byte"}', '{"id": "e", "text": "lone \\ud800 surrogate"}', {"id": "f", "text": "good two"}]  # fmt: skip

@@ -386,8 +386,11 @@ def test_ctrl_c_prints_one_line_whatever_the_worker_count(tmp_path):
     for k in range(8):
         make_warc(tmp_path / "in" / "CC-MAIN-2020-50" / f"f{k}.warc.gz", pages(100, start=1000 * k))
     cmd = [*CURATE, "extract", "--in", tmp_path / "in", "--out", tmp_path / "o", "--workers", "2", "--extractor", "trafilatura"]
+    # Ctrl-C's default action, as in a terminal: a shell without job control starts background jobs (`make test &`)
+    # with SIGINT ignored, and Python keeps an ignored SIGINT ignored (as nohup relies on)
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                            env={**os.environ, "CURATE_PROGRESS": "log"})  # fmt: skip
+                            env={**os.environ, "CURATE_PROGRESS": "log"},
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     first = proc.stderr.readline()  # the first finished file: the pool is up, both workers are extracting
     assert "done" in first, first
     os.killpg(proc.pid, signal.SIGINT)

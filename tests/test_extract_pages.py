@@ -203,3 +203,32 @@ def test_comments_with_an_extractor_that_cannot_tell_them_warns(caplog):
     with caplog.at_level("WARNING", logger="curate"):
         ExtractStage(extractor="justext", comments=True)
     assert "cannot keep comment sections" in caplog.text
+
+
+# --------------------------------------------------------------------------- the benchmark's token F1 and its split
+
+
+def test_token_f1_is_a_multiset_overlap_per_page_averaged():
+    from tests.test_extract_quality import eq
+
+    assert eq.token_scores("The cat sat", "the CAT, sat!") == (1.0, 1.0, 1.0)
+    p, r, f = eq.token_scores("a a b", "a b b c")  # shared: a, b
+    assert (p, r, f) == (2 / 3, 2 / 4, 2 * 2 / 7)
+    assert eq.token_scores("", "a b") == (0.0, 0.0, 0.0) and eq.token_scores("", "") == (1.0, 1.0, 1.0)
+    m = eq.token_aggregate(["a b", ""], ["a b", "c"])  # a dropped page scores 0
+    assert (m["tF1"], m["empty"]) == (0.5, 1)
+    assert eq.html_text("<p>Hel<b>lo</b>&amp;<br>w<span>or</span>ld</p><script>x()</script><!-- c -->").split() == ["Hello&", "world"]
+
+
+def test_readability_split_is_a_fixed_hash_of_the_name():
+    from tests.test_extract_quality import eq
+
+    assert eq.readability_half("bbc-1") == eq.readability_half("bbc-1")
+    halves = {eq.readability_half(f"page-{i}") for i in range(20)}
+    assert halves == {"tune", "report"}
+    path = eq.readability_path()
+    if path is None:
+        pytest.skip("shared/extraction-dev/ not beside the repository")
+    tune, report = eq.load_readability(["tune"]), eq.load_readability(["report"])
+    assert (len(tune), len(report)) == (55, 75) and not {p["name"] for p in tune} & {p["name"] for p in report}
+    assert all(p["truth"].strip() and p["html"] for p in tune + report)

@@ -172,15 +172,19 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = 
     everything after a comment or teaser heading that comes in the second half of the text;
     headings left with nothing after them. ``comments``: a comment heading does not end the article."""
     long = [i for i, (k, t, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and len(t.split()) >= 10]
+    first, last = (next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0]), long[-1]) if long else (0, -1)
+    # a list item between the article's first and last lines of running text is part of it, links or not
+    # (a list of films, of fixed bugs); elsewhere a line that is mostly link text is a menu
+    linked_ok = [first < i < last and x[0] == "li" for i, x in enumerate(lines)]
     if long:
-        first = next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0])
-        last = long[-1]
-        lines = [x for i, x in enumerate(lines) if first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8]
+        keep = [first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8 for i, x in enumerate(lines)]
+        lines = [x for x, k in zip(lines, keep) if k]
+        linked_ok = [x for x, k in zip(linked_ok, keep) if k]
     total = sum(len(t.split()) for k, t, *_ in lines if k != "pre") or 1
     kept: list[tuple[str, str, str]] = []  # (separator, text, kind)
     seen = 0
     skipping = False
-    for kind, text, linked, sep in lines:
+    for (kind, text, linked, sep), link_list in zip(lines, linked_ok):
         if kind == "pre":
             if not skipping:
                 kept.append((sep, text, kind))
@@ -205,7 +209,7 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = 
                 skipping = False
             else:
                 continue
-        if linked >= 0.6 or _is_furniture(text):
+        if (linked >= 0.6 and not link_list) or _is_furniture(text):
             continue
         kept.append((sep, text, kind))
     while kept and kept[-1][2] == "h":

@@ -232,3 +232,28 @@ def test_readability_split_is_a_fixed_hash_of_the_name():
     tune, report = eq.load_readability(["tune"]), eq.load_readability(["report"])
     assert (len(tune), len(report)) == (55, 75) and not {p["name"] for p in tune} & {p["name"] for p in report}
     assert all(p["truth"].strip() and p["html"] for p in tune + report)
+
+
+# --------------------------------------------------------------------------- link density, as tuned on the readability pages
+
+
+def test_a_list_of_links_inside_the_article_is_kept_and_a_menu_is_not():
+    # a wiki page's references: each item mostly link text, between paragraphs of the article
+    refs = [
+        f"<li><a href='#cite-{i}'>^</a> <a href='https://example.org/{i}'>&quot;The Time Loop Film Number {i}, reviewed again&quot;</a></li>"
+        for i in range(6)
+    ]
+    menu = "<ul class='x'>" + "".join(f"<li><a href='/s{i}'>Section {i}</a></li>" for i in range(5)) + "</ul>"
+    html = (
+        f"<html><body><div>{menu}</div><article><h1>Films about time loops</h1><p>{PARAS[0]}</p><ol>{''.join(refs)}</ol>"
+        f"<h2><a href='/later'>Later films</a></h2><p>{PARAS[1]}</p></article></body></html>"
+    )
+    text = extract_fast(html)
+    assert all(f"The Time Loop Film Number {i}, reviewed again" in text for i in range(6)) and "Later films" in text
+    assert "Section 1" not in text
+
+
+def test_an_empty_anchor_does_not_make_its_paragraph_link_text():
+    # resiliparse leaves <a href=""> (an index term's empty anchor) unclosed, up to the next link's </a>
+    lines = X._fast_lines('<p> <a href="">A notification intended to be read by a human, <a href="#n22">22</a> and pages. </p>')
+    assert lines[0][2] < 0.1

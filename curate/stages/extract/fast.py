@@ -85,7 +85,10 @@ _TEASER_HEAD = re.compile(
     re.I,
 )
 _TAG = re.compile(r"<[^>]*>")
-_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+#: A link's text: an ``<a>`` with a target, up to its ``</a>`` and never past another ``<a``
+#: (resiliparse leaves an empty anchor, ``<a href="">``, unclosed: an index term's anchor made a
+#: whole paragraph link text).
+_LINK = re.compile(r'<a\b(?![^>]*href="")[^>]*>((?:[^<]|<(?!/?a\b))*)</a>')
 _PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 _OPEN = re.compile(r"<(h[1-6]|p|li)\b")
 _CLOSE = re.compile(r"</(?:h[1-6]|p|li)>")
@@ -166,16 +169,18 @@ def _is_furniture(text: str) -> bool:
 
 def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = False) -> str:
     """The article text of ``_fast_lines`` output. Dropped: lines of furniture (see
-    ``_is_furniture``); lines that are mostly link text; short loose lines before the first
+    ``_is_furniture``); lines that are mostly link text (but for list items and headings within
+    the article's running text); short loose lines before the first
     heading or line of running text and after the last one (site names, kickers, dates,
     utility links); the short lines after a teaser heading ("Related", "Popular", ...); and
     everything after a comment or teaser heading that comes in the second half of the text;
     headings left with nothing after them. ``comments``: a comment heading does not end the article."""
     long = [i for i, (k, t, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and len(t.split()) >= 10]
     first, last = (next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0]), long[-1]) if long else (0, -1)
-    # a list item between the article's first and last lines of running text is part of it, links or not
-    # (a list of films, of fixed bugs); elsewhere a line that is mostly link text is a menu
-    linked_ok = [first < i < last and x[0] == "li" for i, x in enumerate(lines)]
+    # a list item or heading between the article's first and last lines of running text is part of
+    # it, links or not (a list of films, of fixed bugs; a section title that links to its page);
+    # elsewhere a line that is mostly link text is a menu
+    linked_ok = [first < i < last and x[0] in ("li", "h") for i, x in enumerate(lines)]
     if long:
         keep = [first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8 for i, x in enumerate(lines)]
         lines = [x for x, k in zip(lines, keep) if k]

@@ -275,8 +275,8 @@ _HIDES = re.compile(r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*hidden)
 _SIMPLE_SELECTOR = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9]*)?[.#]-?[_a-zA-Z][\w-]*")
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
 _BRACE = re.compile(r"[{}]")
-#: At most this many selectors are followed per page (each costs a walk of the DOM).
-_MAX_HIDDEN_SELECTORS = 40
+#: At most this many selectors are followed per page (each costs a walk of the DOM), and this many elements removed.
+_MAX_HIDDEN_SELECTORS, _MAX_HIDDEN_ELEMENTS = 40, 200
 
 
 def hidden_selectors(css: str) -> list[str]:
@@ -317,7 +317,9 @@ def remove_hidden(tree) -> bool:  # noqa: ANN001 - a resiliparse HTMLTree
     if not sels:
         return False
     try:
-        found = [el for el in tree.body.query_selector_all(", ".join(sels)) if el.tag not in ("body", "html", "main")]
+        found = [el for el in tree.body.query_selector_all(", ".join(sels)) if el.tag not in ("body", "html", "main")][
+            :_MAX_HIDDEN_ELEMENTS
+        ]
     except Exception:  # noqa: BLE001 - a selector lexbor does not parse: nothing removed
         return False
     if not found:

@@ -274,6 +274,8 @@ _SKIP_CSS = [
 
 #: What a stylesheet rule hides: ``display: none`` or ``visibility: hidden`` in its declarations.
 _HIDES = re.compile(r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)", re.I)
+#: How a stylesheet that hides something spells it (other spacings are not looked for).
+_HIDES_WRITTEN = ("display:none", "display: none", "visibility:hidden", "visibility: hidden")
 #: A selector curate follows: one class or id, with or without a tag name (``.premiumoff``, ``div#paywall``).
 _SIMPLE_SELECTOR = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9]*)?[.#]-?[_a-zA-Z][\w-]*")
 _CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
@@ -316,7 +318,8 @@ def remove_hidden(tree) -> bool:  # noqa: ANN001 - a resiliparse HTMLTree
     if doc is None or tree.body is None:
         return False
     css = "\n".join(el.text for el in doc.query_selector_all("style"))
-    sels = hidden_selectors(css) if "none" in css or "hidden" in css else []
+    low = css.lower()  # (substring tests: a regex over every page's stylesheets cost more than the rest of this)
+    sels = hidden_selectors(css) if any(x in low for x in _HIDES_WRITTEN) else []
     if not sels:
         return False
     try:
@@ -362,7 +365,7 @@ def extract_fast(html: str, comments: bool = False) -> str:
     text = ""
     for skip in (_SKIP_CSS, None):
         marked = extract_plain_text(
-            tree, main_content=True, comments=comments, alt_texts=False, form_fields=False, noscript=False, post_meta=False,
+            tree, main_content=True, comments=comments, alt_texts=False, form_fields=False, noscript=False,
             preserve_formatting="minimal_html", links=True, skip_elements=skip,
         )  # fmt: skip
         text = boilerplate_pass(_fast_lines(marked), comments)

@@ -75,7 +75,7 @@ PEER_DISTS = ["datatrove", "resiliparse", "warcio", "faust-cchardet", "python-ma
               "fasttext-numpy2-wheel", "pyarrow"]  # fmt: skip
 #: what one stage run writes, per byte of WARC input (measured at 2,000 pages: curate 0.8, datatrove 0.5), with margin
 OUTPUT_PER_WARC_BYTE = 1.5
-WARC_BYTES_PER_PAGE = 7_100  # bench_chain_corpus.py: 70.6 MB per 10k pages (used before a corpus exists)
+WARC_BYTES_PER_PAGE = 23_100  # bench_chain_corpus.py: 230.5 MB per 10k pages since issue 26 (used before a corpus exists)
 
 # projection defaults (assumptions, named in every table)
 SNAPSHOTS = "CC-MAIN-2020-50=80000,CC-MAIN-2021-04=80000"

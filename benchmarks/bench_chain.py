@@ -693,7 +693,7 @@ def projection(run: dict, corpus: dict, args: argparse.Namespace, dedup_bytes_pe
         f"Measured: curate's stages on one core each at {pages:,} pages ({wbytes / 1e6:,.1f} MB of WARC, {wbytes / pages / 1e3:,.1f} KB "
         "per page); each stage's own work (its record's wall seconds; process start-up left out, as at full scale one process "
         "handles many files). Peak RSS is that run's, per worker process.",
-        f"Scaling: the synthetic pages are smaller than real CommonCrawl's ({wbytes / pages / 1e3:,.1f} KB vs "
+        f"Scaling: the synthetic pages against real CommonCrawl's ({wbytes / pages / 1e3:,.1f} KB vs "
         f"~{bytes_per_file / pages_per_file / 1e3:,.1f} KB of WARC.gz per page: by bytes is {by_bytes / by_pages:,.1f}x by pages). "
         "**Bold** figures use bytes for extract (its work grows with the HTML) and pages for the stages after it (they read "
         "extracted text, which grows far less with the HTML around it), and outputs by pages; both scalings are shown. Real "

@@ -75,7 +75,7 @@ PEER_DISTS = ["datatrove", "resiliparse", "warcio", "faust-cchardet", "python-ma
               "fasttext-numpy2-wheel", "pyarrow"]  # fmt: skip
 #: what one stage run writes, per byte of WARC input (measured at 2,000 pages: curate 0.8, datatrove 0.5), with margin
 OUTPUT_PER_WARC_BYTE = 1.5
-WARC_BYTES_PER_PAGE = 7_100  # bench_chain_corpus.py: 70.6 MB per 10k pages (used before a corpus exists)
+WARC_BYTES_PER_PAGE = 23_100  # bench_chain_corpus.py: 230.5 MB per 10k pages since issue 26 (used before a corpus exists)
 
 # projection defaults (assumptions, named in every table)
 SNAPSHOTS = "CC-MAIN-2020-50=80000,CC-MAIN-2021-04=80000"
@@ -685,7 +685,7 @@ def projection(run: dict, corpus: dict, args: argparse.Namespace, dedup_bytes_pe
         f"Measured: curate's stages on one core each at {pages:,} pages ({wbytes / 1e6:,.1f} MB of WARC, {wbytes / pages / 1e3:,.1f} KB "
         "per page); each stage's own work (its record's wall seconds; process start-up left out, as at full scale one process "
         "handles many files). Peak RSS is that run's, per worker process.",
-        f"Scaling: the synthetic pages are smaller than real CommonCrawl's ({wbytes / pages / 1e3:,.1f} KB vs "
+        f"Scaling: the synthetic pages against real CommonCrawl's ({wbytes / pages / 1e3:,.1f} KB vs "
         f"~{bytes_per_file / pages_per_file / 1e3:,.1f} KB of WARC.gz per page: by bytes is {by_bytes / by_pages:,.1f}x by pages). "
         "**Bold** figures use bytes for extract (its work grows with the HTML) and pages for the stages after it (they read "
         "extracted text, which grows far less with the HTML around it), and outputs by pages; both scalings are shown. Real "

@@ -230,9 +230,12 @@ def stage(command: str, *, section: str, order: float = 100.0, group: str | None
     return stages.decorator(command, section=section, order=order)
 
 
-def extractor(name: str, *, help: str, order: float = 100.0) -> Callable[[Callable[[str], str]], Callable[[str], str]]:  # noqa: A002
-    """Register ``fn(html: str) -> str`` as the main-content extractor ``name`` (``--extractor name``)."""
-    return extractors.decorator(name, help=help, order=order)
+def extractor(name: str, *, help: str, order: float = 100.0, comments: bool = False) -> Callable[[Callable[..., str]], Callable[..., str]]:  # noqa: A002
+    """Register ``fn(html: str) -> str`` as the main-content extractor ``name`` (``--extractor name``).
+
+    ``comments=True``: ``fn`` also takes ``comments: bool`` (keep comment sections; ``curate extract --comments``).
+    """
+    return extractors.decorator(name, help=help, order=order, comments=comments)
 
 
 def rule_set(obj: Any) -> Any:

@@ -217,3 +217,14 @@ def test_refuses_to_overwrite_what_it_did_not_write(tmp_path: Path):
     res = build(tmp_path, tmp_path / "cache", 1, "1")
     assert res.returncode != 0 and "not a corpus of this builder" in res.stderr and "Traceback" not in res.stderr
     assert (tmp_path / "mine.txt").read_text() == "keep me"
+
+
+def test_captures_are_the_size_of_commoncrawls(corpus: Path, rows: list[dict]):
+    # issue 26: ~23 KB of WARC.gz per capture as in CommonCrawl (the corpus made ~7 KB); the bulk is
+    # <head> scripts and styles and an icon sprite, as on real pages, which extraction must skip
+    files = sorted((corpus / "crawl-data").rglob("*.warc.gz"))
+    per_page = sum(f.stat().st_size for f in files) / PAGES
+    assert 17_000 < per_page < 30_000, per_page
+    html = [r for r in rows if r["status"] == 200 and "html" in (r["content_type"] or "")]
+    mean = sum(r["bytes"] for r in html) / len(html)
+    assert 60_000 < mean < 130_000, mean  # CommonCrawl: 85 KB (2019-09) to 164 KB (2024-51) uncompressed per capture

@@ -229,3 +229,56 @@ def decode_payload(body: bytes, codings: list[str], cap: int, keep: int | None =
         if st == "partial" or (st == "ignored" and status == "ok"):
             status = st  # partial outranks ignored
     return body, status, undone
+
+
+_HEAD_BULK = re.compile(rb"<(script|style)\b|<!--")
+_BODY_START = re.compile(rb"<body[\s>/]")
+_HEAD_END = re.compile(rb"</head\s*>")
+
+
+def _drop_bulk(head: bytes, low: bytes, tags: tuple[bytes, ...]) -> bytes:
+    """``head`` without its comments and the elements named in ``tags`` (linear: one search
+    for each element's end; an element left open is kept to the end, as it is)."""
+    out, pos = [], 0
+    for m in _HEAD_BULK.finditer(low):
+        if m.start() < pos:
+            continue  # inside an element already dropped
+        tag = m.group(1)
+        if tag is None:
+            end = low.find(b"-->", m.end())
+            end = end + 3 if end >= 0 else -1
+        elif tag in tags:
+            end = low.find(b"</" + tag, m.end())
+            end = low.find(b">", end) + 1 if end >= 0 else -1
+        else:
+            continue
+        if end <= 0:
+            break
+        out.append(head[pos : m.start()])
+        pos = end
+    out.append(head[pos:])
+    return b"".join(out)
+
+
+def cut_html(body: bytes, limit: int) -> tuple[bytes, str | None]:
+    """An HTML body longer than ``limit`` bytes made to fit: ``(html, how)``.
+
+    What comes before ``<body>`` (or ``</head>``) first loses its comments and inline scripts,
+    then, if it still leaves less than half of ``limit`` to the body, its styles: a page with 1 MB
+    of inline scripts in its ``<head>`` keeps its article (issue 26). ``how``: ``None`` (it fits
+    now, nothing cut), ``cut`` (cut at ``limit``), ``cut_before_body`` (the cut falls before the
+    end of the ``<body>`` tag: no text is left).
+    """
+    low = body.lower()
+    m = _BODY_START.search(low) or _HEAD_END.search(low)
+    split = m.start() if m else len(body)
+    head = body[:split]
+    for tags in ((b"script",), (b"script", b"style")):
+        head = _drop_bulk(head, head.lower(), tags)
+        if len(head) < limit // 2:
+            break
+    out = head + body[split:]
+    if len(out) <= limit:
+        return out, None
+    tag_end = low.find(b">", split) + 1 - split if m is not None and m.group().startswith(b"<body") else 0
+    return out[:limit], "cut_before_body" if m is not None and len(head) + max(tag_end, 1) > limit else "cut"

@@ -35,7 +35,7 @@ from typing import Any
 from curate.limits import decompressed_limit, max_decompressed_bytes, max_decompression_ratio
 from curate.storage import open_input
 from curate.warc.arc import _ARC_LINE_MAX, _arc_date, _arc_line, _readline
-from curate.warc.http import decode_payload, http_codings, parse_http_head
+from curate.warc.http import cut_html, decode_payload, http_codings, parse_http_head
 from curate.warc.members import _GzipStream, _member, _next_member, _several_records_per_member
 
 log = logging.getLogger("curate")
@@ -70,6 +70,7 @@ class RawRecord:
     pos: int = 0  # where it starts in what the reader reads (decompressed bytes for a gzip stream)
     uncompressed: bool = False  # ``offset`` counts decompressed bytes (no gzip member starts there)
     truncated: bool = False  # the body was cut at max_body (truncated_html)
+    cut_before_body: bool = False  # ... and the cut fell before <body> (rejected: cut_before_body)
     decoded: str | None = None  # the codings undone, e.g. "chunked,gzip"
     warc_truncated: str | None = None  # the WARC-Truncated header (the crawler cut the payload)
 
@@ -99,8 +100,9 @@ def _next_plain_record(fh: Any, start: int, file_size: int | float) -> int | Non
 class WarcReader:
     """Records of one WARC (or ARC) file, confirmed intact, with damage counted and named in warnings.
 
-    ``max_body``: candidate bodies are cut there (``truncated_html``); ``max_record``: a
-    payload larger than this, stored or decoded, is not read (``too_large``).
+    ``max_body``: longer candidate bodies are read whole, lose the scripts and styles before
+    their ``<body>`` and are cut there (:func:`curate.warc.http.cut_html`; ``truncated_html``);
+    ``max_record``: a payload larger than this, stored or decoded, is not read (``too_large``).
     """
 
     def __init__(self, path: Path, max_body: int, counters: dict[str, Any], max_record: int = DEFAULT_MAX_RECORD_BYTES) -> None:
@@ -179,7 +181,7 @@ class WarcReader:
         if raw.reason:
             return
         codings = http_codings(headers)
-        want = payload if codings else min(payload, self.max_body)  # a coded body is needed whole to be undone
+        want = payload  # whole (at most max_record): a coded one to be undone, a long one to drop its <head> bulk before the cut
         body = head[size : size + want]
         if len(body) < want:
             body += read(want - len(body))
@@ -188,7 +190,7 @@ class WarcReader:
             return
         if codings:
             limit = min(self.max_record, self.member_cap)
-            body, st, undone = decode_payload(body, codings, limit, keep=self.max_body)
+            body, st, undone = decode_payload(body, codings, limit)
             for c in undone:
                 self._count_in("http_decoded", c)
             if undone:
@@ -206,10 +208,14 @@ class WarcReader:
                 self._count("http_decode_partial")
             elif st == "ignored":
                 self._count("http_encoding_ignored")
-        if len(body) > self.max_body or (not codings and payload > self.max_body):
-            body = body[: self.max_body]
-            raw.truncated = True
-            self._count("truncated_html")
+        if len(body) > self.max_body:
+            body, how = cut_html(body, self.max_body)
+            if how is None:
+                self._count("head_bulk_dropped")  # it fits without its <head> scripts (and styles)
+            else:
+                raw.truncated = True
+                self._count("truncated_html")
+                raw.cut_before_body = how == "cut_before_body"
         raw.body = body
         if not mime:
             if _SNIFF_HTML.match(body[:1024]):

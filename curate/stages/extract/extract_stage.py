@@ -14,13 +14,14 @@ and the WARC date and content type in ``meta``.
 Every other record is counted: non-``response`` records (requests, metadata) under
 ``counters.records``; responses that are not documents under a reason (``not_200``,
 ``not_html``, ``too_large``, ``binary``, ``decode_error``, ``bad_http``,
-``unsupported_encoding``, ``bad_encoding``, ``empty``, ``timeout``, ``extractor_error``,
+``unsupported_encoding``, ``bad_encoding``, ``empty``, ``cut_before_body``, ``timeout``, ``extractor_error``,
 ``extractor_crash``, ``record_error`` (anything else that failed on one record), and for
 damaged files ``truncated``, ``bad_length``, ``corrupt``, ``decompression_bomb``).
 
-Limits. An HTML body longer than ``max_html_bytes`` is cut there and extracted
-(``truncated_html``; CommonCrawl itself cuts payloads at 1 MiB, ``WARC-Truncated``); a
-decoder that is not final drops a character the cut splits. A payload larger than
+Limits. An HTML body longer than ``max_html_bytes`` loses the scripts and styles before its
+``<body>``, then is cut there and extracted (``truncated_html``; CommonCrawl itself cuts
+payloads at 1 MiB, ``WARC-Truncated``); one whose cut still falls before ``<body>`` is
+``cut_before_body``; a decoder that is not final drops a character the cut splits. A payload larger than
 ``max_record_bytes`` (64 MiB), stored or decoded, is ``too_large``: what bounds memory.
 ``record_timeout`` bounds one page's extraction (``timeout``); ``record_timeout=0``
 extracts in-process without a limit.
@@ -44,7 +45,7 @@ from curate.errors import CurateError
 from curate.registry import extractor_names, stage
 from curate.runtime import Common, Context, FileBatch, Stage, param
 from curate.schema import BASE_SCHEMA, rejected_schema
-from curate.stages.extract.extractors import extractor_function
+from curate.stages.extract.extractors import extractor_function, keeps_comments
 from curate.stages.extract.sandbox import ExtractCrash, ExtractTimeout, sandbox
 from curate.storage import as_path, glob_paths
 from curate.warc.charset import decode_html, looks_binary
@@ -162,7 +163,8 @@ class ExtractStage(Stage):
     content, repairs Unicode, and writes one shard per file with url, id (the
     WARC-Record-ID; ARC records: file@offset) and meta (WARC date, content type, charset).
     Files may be gzipped record by record or as a whole; HTTP headers may end lines in LF
-    only. A page longer than --max-html-bytes is cut there and extracted (truncated_html);
+    only. A page longer than --max-html-bytes loses the scripts and styles before its <body>,
+    then is cut there and extracted (truncated_html; cut_before_body when no body is left);
     one larger than --max-record-bytes is skipped (too_large). A truncated or corrupt file
     keeps what could be read and is named in a warning. A run in which every page fails to
     extract (extractor_error, ...) exits 1 instead of writing an empty output.
@@ -174,6 +176,7 @@ class ExtractStage(Stage):
     \b
     Reasons a response is not a document:
       not_200, not_html, too_large, binary, empty   what it is
+      cut_before_body       the --max-html-bytes cut falls before <body>
       bad_http              no HTTP status line / header block
       unsupported_encoding  a Content-Encoding that cannot be undone here
       bad_encoding          a compressed body of which nothing decodes
@@ -185,6 +188,8 @@ class ExtractStage(Stage):
     \b
     Counters (in _SUCCESS):
       truncated_html        pages cut at --max-html-bytes (kept)
+      head_bulk_dropped     longer pages that fit once their <head> scripts
+                            and styles were dropped (not cut)
       http_decoded          codings undone, per coding (chunked, gzip, ...)
       http_decode_partial   malformed or cut chunked/compressed bodies:
                             what decoded was kept
@@ -221,9 +226,14 @@ class ExtractStage(Stage):
                                   "skipped (too_large): what bounds memory.", min=1)  # fmt: skip
     record_timeout: float = param(5.0, "Seconds one record's extraction may take (timeout); 0: no limit, extract in-process.", min=0.0)
     min_chars: int = param(1, "Documents with less extracted text are rejected (empty).", min=1)
+    comments: bool = param(False, "Keep pages' comment sections (resiliparse, trafilatura, fast; jusText cannot tell them). Off: "
+                           "comments are short, repetitive and often spam, and the recipe's extractors leave them out.",
+                           secondary="--no-comments")  # fmt: skip
 
     def __post_init__(self) -> None:
         extractor_function(self.extractor)
+        if self.comments and not keeps_comments(self.extractor):
+            log.warning("extract: --extractor %s cannot keep comment sections; --comments has no effect", self.extractor)
 
     def inputs(self, common: Common) -> Inputs:
         found = warc_inputs(common.inputs)
@@ -237,8 +247,8 @@ class ExtractStage(Stage):
     def _extract_many(self, htmls: list[str]) -> list[str | BaseException]:
         """Each page's text or the exception standing for its failure (a CurateError is raised)."""
         if self.record_timeout > 0:
-            return sandbox(self.extractor).extract_many(htmls, self.record_timeout)
-        fn = extractor_function(self.extractor)
+            return sandbox(self.extractor, self.comments).extract_many(htmls, self.record_timeout)
+        fn = extractor_function(self.extractor, self.comments)
         out: list[str | BaseException] = []
         for html in htmls:
             try:
@@ -302,7 +312,7 @@ class ExtractStage(Stage):
                 meta["html_truncated"] = self.max_html_bytes
             if raw.warc_truncated:
                 meta["warc_truncated"] = raw.warc_truncated
-            reason = raw.damaged or raw.reason
+            reason = raw.damaged or raw.reason or ("cut_before_body" if raw.cut_before_body else None)
             html = None
             if reason is None:
                 try:

@@ -8,6 +8,7 @@ here: the helper process (:mod:`curate.stages.extract.sandbox`) imports this mod
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Callable
@@ -25,21 +26,29 @@ def xml_safe(html: str) -> str:
     return _XML_INVALID.sub("", html) if _XML_INVALID.search(html) else html
 
 
-@extractor("resiliparse", help="resiliparse's main content; the fastest", order=10)
-def extract_resiliparse(html: str) -> str:
-    """Main content with resiliparse (no alt texts, no form fields)."""
+#: The options of resiliparse's published main-content figures (the web content extraction
+#: benchmark of Bevendorff et al., SIGIR 2023: ``extract_resiliparse`` in chatnoir-eu's
+#: web-content-extraction-benchmark), minus the comments, which ``--comments`` sets.
+#: resiliparse's own defaults keep comment sections (``comments=True``) and list bullets.
+RESILIPARSE_OPTIONS = {"preserve_formatting": True, "main_content": True, "list_bullets": False, "links": False,
+                       "alt_texts": False, "form_fields": False, "noscript": False}  # fmt: skip
+
+
+@extractor("resiliparse", help="resiliparse's main content; the fastest", order=10, comments=True)
+def extract_resiliparse(html: str, comments: bool = False) -> str:
+    """Main content with resiliparse, with the options of its published figures (:data:`RESILIPARSE_OPTIONS`)."""
     from resiliparse.extract.html2text import extract_plain_text
 
-    return extract_plain_text(html, main_content=True, alt_texts=False, form_fields=False, noscript=False)
+    return extract_plain_text(html, comments=comments, **RESILIPARSE_OPTIONS)
 
 
-@extractor("trafilatura", help="trafilatura's defaults, comments left out", order=20)
-def extract_trafilatura(html: str) -> str:
-    """Main content with trafilatura's defaults (no comments), as plain text."""
+@extractor("trafilatura", help="trafilatura's defaults", order=20, comments=True)
+def extract_trafilatura(html: str, comments: bool = False) -> str:
+    """Main content with trafilatura's defaults, as plain text (comments only with ``comments``)."""
     import trafilatura
 
     logging.getLogger("trafilatura").setLevel(logging.ERROR)
-    return trafilatura.extract(xml_safe(html), include_comments=False, include_tables=True, deduplicate=False) or ""
+    return trafilatura.extract(xml_safe(html), include_comments=comments, include_tables=True, deduplicate=False) or ""
 
 
 @extractor("justext", help="jusText with the English stoplist: MT-NLG's", order=30)
@@ -66,8 +75,18 @@ def _justext_stoplist() -> frozenset[str]:
     return _STOPLIST
 
 
-def extractor_function(name: str) -> Callable[[str], str]:
-    """The extractor registered as ``name``: a built-in one, or one an installed package registers (entry point ``curate.extractors``)."""
+def extractor_function(name: str, comments: bool = False) -> Callable[[str], str]:
+    """The extractor registered as ``name``: a built-in one, or one an installed package registers (entry point ``curate.extractors``).
+
+    ``comments``: keep comment sections, for an extractor registered with ``comments=True``
+    (see :func:`keeps_comments`); the others are returned as they are.
+    """
     if name not in registry.extractors:
         raise CurateError(f"unknown extractor {name!r}; choose one of: {', '.join(registry.extractor_names())}")
-    return registry.extractors.get(name).obj
+    fn = registry.extractors.get(name).obj
+    return functools.partial(fn, comments=True) if comments and keeps_comments(name) else fn
+
+
+def keeps_comments(name: str) -> bool:
+    """Whether the extractor ``name`` can keep comment sections (registered with ``comments=True``)."""
+    return bool(registry.extractors.get(name).meta.get("comments"))

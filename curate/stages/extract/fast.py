@@ -64,11 +64,14 @@ _COOKIE = re.compile(
 )
 _NEWSLETTER = re.compile(r"\b(?:newsletter|inbox|subscribe|sign up)\b.*\b(?:email|inbox|newsletter|subscribe|unsubscribe)\b", re.I)
 #: Headings after which a page has no more article text (comment threads, teaser blocks):
-#: from the second half of the text on, the rest is dropped.
-_END_HEAD = re.compile(
+#: from the second half of the text on, the rest is dropped (comment headings: unless comments are kept).
+_COMMENT_HEAD = re.compile(
     r"(?:(?:\d+|no|one) (?:comments?|responses?|replies)(?: to .{1,200})?|comments?(?: \(\d+\))?|responses?(?: \(\d+\))?"
-    r"|leave a (?:reply|comment)|post a comment|add (?:a |new )?comment|reader comments|join the (?:discussion|conversation)"
-    r"|related (?:posts|stories|articles|content)|you (?:may|might) (?:also )?(?:like|enjoy|be interested in)"
+    r"|leave a (?:reply|comment)|post a comment|add (?:a |new )?comment|reader comments|join the (?:discussion|conversation))",
+    re.I,
+)
+_END_HEAD = re.compile(
+    r"(?:related (?:posts|stories|articles|content)|you (?:may|might) (?:also )?(?:like|enjoy|be interested in)"
     r"|more (?:from|stories from|stories like this|articles from|posts from)\b.{1,60}|recommended (?:for you|from .{1,60}|stories|articles)"
     r"|read next|what to read next|most (?:read|popular|viewed|shared|commented)|trending (?:now|stories)|editor'?s picks)",
     re.I,
@@ -82,10 +85,14 @@ _TEASER_HEAD = re.compile(
     re.I,
 )
 _TAG = re.compile(r"<[^>]*>")
-_LINK = re.compile(r"<a\b[^>]*>(.*?)</a>", re.S)
+#: A link's text: an ``<a>`` with a target, up to its ``</a>`` and never past another ``<a``
+#: (resiliparse leaves an empty anchor, ``<a href="">``, unclosed: an index term's anchor made a
+#: whole paragraph link text).
+_LINK = re.compile(r'<a\b(?![^>]*href="")[^>]*>((?:[^<]|<(?!/?a\b))*)</a>')
 _PRE = re.compile(r"<pre>(.*?)</pre>", re.S)
 _OPEN = re.compile(r"<(h[1-6]|p|li)\b")
-_CLOSE = re.compile(r"</(?:h[1-6]|p|li)>\s*$")
+_CLOSE = re.compile(r"</(?:h[1-6]|p|li)>")
+_KINDS = {"p": "p", "li": "li"}  # any other opening tag of _OPEN is a heading
 _WORD = re.compile(r"\w+")
 _TRIM = " \t.:;!?|·•-–—>»›*#"
 
@@ -114,10 +121,18 @@ def _fast_lines(marked: str) -> list[tuple[str, str, float, str]]:
             continue
         cont = open_kind is not None
         kind = open_kind
-        m = _OPEN.search(s) if "<" in s else None
-        if m and (not cont or m.start() == 0):
-            kind, cont = {"p": "p", "li": "li"}.get(m.group(1), "h"), False
-        open_kind = None if kind is None or _CLOSE.search(s) else kind
+        opens = list(_OPEN.finditer(s)) if "<" in s else []
+        if opens and (not cont or opens[0].start() == 0):
+            kind, cont = _KINDS.get(opens[0].group(1), "h"), False
+        # Open past this line: an element whose opening tag comes after the line's last closing
+        # tag. Not "the line ends in a closing tag": ``<h2>Title</h2><br>`` (old table layouts,
+        # text in <br>-separated runs) kept the heading open over the whole article (issue 26).
+        closes = [c.start() for c in _CLOSE.finditer(s)] if "</" in s else []
+        if closes:
+            last = opens[-1] if opens and opens[-1].start() > closes[-1] else None
+            open_kind = _KINDS.get(last.group(1), "h") if last else None
+        else:
+            open_kind = kind
         text = unescape(_TAG.sub("", s)).strip()
         if not text:
             continue
@@ -152,23 +167,29 @@ def _is_furniture(text: str) -> bool:
     return n <= 280 and ("newsletter" in low or "inbox" in low or "subscribe" in low or "sign up" in low) and bool(_NEWSLETTER.search(t))
 
 
-def boilerplate_pass(lines: list[tuple[str, str, float, str]]) -> str:
+def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = False) -> str:
     """The article text of ``_fast_lines`` output. Dropped: lines of furniture (see
-    ``_is_furniture``); lines that are mostly link text; short loose lines before the first
+    ``_is_furniture``); lines that are mostly link text (but for list items and headings within
+    the article's running text); short loose lines before the first
     heading or line of running text and after the last one (site names, kickers, dates,
     utility links); the short lines after a teaser heading ("Related", "Popular", ...); and
     everything after a comment or teaser heading that comes in the second half of the text;
-    headings left with nothing after them."""
+    headings left with nothing after them. ``comments``: a comment heading does not end the article."""
     long = [i for i, (k, t, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and len(t.split()) >= 10]
+    first, last = (next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0]), long[-1]) if long else (0, -1)
+    # a list item or heading between the article's first and last lines of running text is part of
+    # it, links or not (a list of films, of fixed bugs; a section title that links to its page);
+    # elsewhere a line that is mostly link text is a menu
+    linked_ok = [first < i < last and x[0] in ("li", "h") for i, x in enumerate(lines)]
     if long:
-        first = next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0])
-        last = long[-1]
-        lines = [x for i, x in enumerate(lines) if first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8]
+        keep = [first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8 for i, x in enumerate(lines)]
+        lines = [x for x, k in zip(lines, keep) if k]
+        linked_ok = [x for x, k in zip(linked_ok, keep) if k]
     total = sum(len(t.split()) for k, t, *_ in lines if k != "pre") or 1
     kept: list[tuple[str, str, str]] = []  # (separator, text, kind)
     seen = 0
     skipping = False
-    for kind, text, linked, sep in lines:
+    for (kind, text, linked, sep), link_list in zip(lines, linked_ok):
         if kind == "pre":
             if not skipping:
                 kept.append((sep, text, kind))
@@ -177,8 +198,11 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]]) -> str:
         seen += n
         if (kind == "h" or (n <= 12 and kind == "loose")) and linked < 0.6:
             head = text.strip(_TRIM)
-            if _END_HEAD.fullmatch(head):
-                if seen > 0.5 * total:
+            if comments and _COMMENT_HEAD.fullmatch(head):
+                skipping = False  # the comments, kept: what comes after their heading
+                continue
+            if _END_HEAD.fullmatch(head) or (not comments and _COMMENT_HEAD.fullmatch(head)):
+                if seen > 0.5 * total and not comments:
                     break  # the article is over: comments and teasers from here on
                 skipping = True
                 continue
@@ -190,7 +214,7 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]]) -> str:
                 skipping = False
             else:
                 continue
-        if linked >= 0.6 or _is_furniture(text):
+        if (linked >= 0.6 and not link_list) or _is_furniture(text):
             continue
         kept.append((sep, text, kind))
     while kept and kept[-1][2] == "h":
@@ -203,7 +227,10 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]]) -> str:
 _FAST_MIN_CHARS = 250
 #: ... and so does one with less than this share of the text of the page's <p> elements
 #: (resiliparse dropped the article, e.g. for a class name it takes for furniture).
-_FAST_MIN_P_SHARE = 0.3
+#: (0.3 before issue 26: on the readability pages' tune half the two pages between 0.2 and 0.3,
+#: Wikipedia's and the New York Times' with long reference and caption paragraphs, sent to
+#: trafilatura for nothing, its text never 1.5 times longer; a dropped article has ~0.)
+_FAST_MIN_P_SHARE = 0.2
 _P_OPEN = re.compile(r"<p\b[^>]*>", re.I)
 _P_CLOSE = re.compile(r"</p\s*>", re.I)
 
@@ -245,39 +272,111 @@ _SKIP_CSS = [
 ]
 
 
-@extractor("fast", help="resiliparse with a boilerplate pass and a trafilatura fallback; the best main-content F1 here", order=40)
-def extract_fast(html: str) -> str:
+#: What a stylesheet rule hides: ``display: none`` or ``visibility: hidden`` in its declarations.
+_HIDES = re.compile(r"(?:^|[;{\s])(?:display\s*:\s*none|visibility\s*:\s*hidden)\s*(?:!\s*important\s*)?(?:;|$)", re.I)
+#: How a stylesheet that hides something spells it (other spacings are not looked for).
+_HIDES_WRITTEN = ("display:none", "display: none", "visibility:hidden", "visibility: hidden")
+#: A selector curate follows: one class or id, with or without a tag name (``.premiumoff``, ``div#paywall``).
+_SIMPLE_SELECTOR = re.compile(r"(?:[a-zA-Z][a-zA-Z0-9]*)?[.#]-?[_a-zA-Z][\w-]*")
+_CSS_COMMENT = re.compile(r"/\*.*?\*/", re.S)
+_BRACE = re.compile(r"[{}]")
+#: At most this many selectors are followed per page (each costs a walk of the DOM), and this many elements removed.
+_MAX_HIDDEN_SELECTORS, _MAX_HIDDEN_ELEMENTS = 40, 200
+
+
+def hidden_selectors(css: str) -> list[str]:
+    """The simple selectors (one class or id) of the top-level rules of ``css`` that hide what they match.
+
+    Rules inside ``@media``, ``@supports`` and other at-rules are not followed (a box hidden on a
+    phone or in print is shown on a screen); nor are descendant or state selectors (``.js .x``,
+    ``.menu:hover``), which hide something only in some state of the page.
+    """
+    css = _CSS_COMMENT.sub("", css)
+    out: list[str] = []
+    depth, start, head, body = 0, 0, "", 0
+    for m in _BRACE.finditer(css):
+        if m.group() == "{":
+            if depth == 0:
+                head, body = css[start : m.start()], m.end()
+            depth += 1
+        elif depth > 0:
+            depth -= 1
+            if depth == 0:
+                if not head.lstrip().startswith("@") and _HIDES.search(css[body : m.start()]):
+                    out.extend(x for x in (sel.strip() for sel in head.split(",")) if _SIMPLE_SELECTOR.fullmatch(x))
+                start = m.end()
+    return list(dict.fromkeys(out))[:_MAX_HIDDEN_SELECTORS]
+
+
+def remove_hidden(tree) -> bool:  # noqa: ANN001 - a resiliparse HTMLTree
+    """Remove from ``tree`` the elements its own ``<style>`` sheets hide by class or id (e.g. a
+    paywall teaser, ``.premiumoff { display: none }``): resiliparse sees ``hidden`` attributes,
+    ``aria-hidden`` and inline ``display: none``, but not a stylesheet. An element holding half of
+    the page's text or more is kept (a page whose script shows its hidden article). Whether any
+    element was removed."""
+    doc = tree.document
+    if doc is None or tree.body is None:
+        return False
+    css = "\n".join(el.text for el in doc.query_selector_all("style"))
+    low = css.lower()  # (substring tests: a regex over every page's stylesheets cost more than the rest of this)
+    sels = hidden_selectors(css) if any(x in low for x in _HIDES_WRITTEN) else []
+    if not sels:
+        return False
+    try:
+        found = [el for el in tree.body.query_selector_all(", ".join(sels)) if el.tag not in ("body", "html", "main")][
+            :_MAX_HIDDEN_ELEMENTS
+        ]
+    except Exception:  # noqa: BLE001 - a selector lexbor does not parse: nothing removed
+        return False
+    if not found:
+        return False
+    half = 0.5 * len(tree.body.text)
+    gone: list = []
+    for el in found:  # in document order: an element inside one already removed is gone with it
+        if len(el.text) < half and not any(g.contains(el) for g in gone):
+            gone.append(el)
+    for el in gone:
+        el.decompose()
+    return bool(gone)
+
+
+@extractor("fast", help="resiliparse with a boilerplate pass and a trafilatura fallback; the best main-content F1 here", order=40,
+           comments=True)  # fmt: skip
+def extract_fast(html: str, comments: bool = False) -> str:
     """Main content, slower than resiliparse alone and faster than trafilatura (the ``fast`` extractor, issue 17).
 
-    1. resiliparse's main-content mode without comment sections and without elements whose
+    1. resiliparse's main-content mode without comment sections (unless ``comments``), without
+       the elements the page's stylesheets hide (``remove_hidden``) and without elements whose
        class names them furniture (``_SKIP_CSS``), in its ``minimal_html`` form, which shows
        paragraphs, headings, list items and link text;
     2. a line-level boilerplate pass (``boilerplate_pass``): ads, share bars, cookie and
        newsletter boxes, bylines, dates, link lists, teaser and comment sections;
     3. a result under 250 characters is extracted again without (1)'s class list, and if still
        that short, by trafilatura, whichever gives more text;
-    4. a result with less than 30% of the text of the page's ``<p>`` elements is replaced by
+    4. a result with less than 20% of the text of the page's ``<p>`` elements is replaced by
        trafilatura's when that is over 1.5 times as long (resiliparse missed the article).
     """
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
+    if remove_hidden(tree):
+        html = tree.document.html  # what the fallback and the <p> share see: the page without its hidden boxes
     text = ""
     for skip in (_SKIP_CSS, None):
         marked = extract_plain_text(
-            tree, main_content=True, comments=False, alt_texts=False, form_fields=False, noscript=False,
+            tree, main_content=True, comments=comments, alt_texts=False, form_fields=False, noscript=False,
             preserve_formatting="minimal_html", links=True, skip_elements=skip,
         )  # fmt: skip
-        text = boilerplate_pass(_fast_lines(marked))
+        text = boilerplate_pass(_fast_lines(marked), comments)
         if len(text) >= _FAST_MIN_CHARS:
             break
     else:
-        other = extract_trafilatura(html)
+        other = extract_trafilatura(html, comments)
         return other if len(other) > len(text) else text
     # (the first test is a cheap bound: the <p> text cannot be longer than the page)
     if len(text) < _FAST_MIN_P_SHARE * len(html) and len(text) < _FAST_MIN_P_SHARE * _p_chars(html):
-        other = extract_trafilatura(html)
+        other = extract_trafilatura(html, comments)
         if len(other) > 1.5 * len(text):
             return other
     return text

@@ -41,15 +41,16 @@ class Sandbox:
     1 status byte (ASCII ``0``: text, ``1``: an error message) + 8-byte length + UTF-8 payload.
     """
 
-    def __init__(self, extractor: str) -> None:
+    def __init__(self, extractor: str, comments: bool = False) -> None:
         self.extractor = extractor
+        self.comments = comments
         self.proc: subprocess.Popen | None = None
         self.served = 0
         self.restarts = 0
 
     def _start(self) -> subprocess.Popen:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "curate.stages.extract.sandbox", "--serve", self.extractor],
+            [sys.executable, "-m", "curate.stages.extract.sandbox", "--serve", self.extractor, *(["--comments"] if self.comments else [])],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             bufsize=0,
@@ -155,14 +156,14 @@ class Sandbox:
         return results
 
 
-_SANDBOXES: dict[str, Sandbox] = {}
+_SANDBOXES: dict[tuple[str, bool], Sandbox] = {}
 
 
-def sandbox(extractor: str) -> Sandbox:
-    """This process's helper for ``extractor`` (started on first use, reused across files)."""
-    box = _SANDBOXES.get(extractor)
+def sandbox(extractor: str, comments: bool = False) -> Sandbox:
+    """This process's helper for ``extractor`` (started on first use, reused across files); ``comments``: keep comment sections."""
+    box = _SANDBOXES.get((extractor, comments))
     if box is None:
-        box = _SANDBOXES[extractor] = Sandbox(extractor)
+        box = _SANDBOXES[(extractor, comments)] = Sandbox(extractor, comments)
     return box
 
 
@@ -172,9 +173,9 @@ def _close_sandboxes() -> None:
         box.close()
 
 
-def serve(extractor: str) -> int:
-    """The helper's loop (``python -m curate.stages.extract.sandbox --serve NAME``): pages in, answers out, until stdin ends."""
-    fn = extractor_function(extractor)
+def serve(extractor: str, comments: bool = False) -> int:
+    """The helper's loop (``python -m curate.stages.extract.sandbox --serve NAME [--comments]``): pages in, answers out, until stdin ends."""
+    fn = extractor_function(extractor, comments)
     inp = os.fdopen(os.dup(0), "rb", buffering=1 << 20)  # buffered: a stream of pages is read in few system calls
     out = os.fdopen(os.dup(1), "wb", buffering=0)  # each answer goes out at once (the parent times each page)
     os.dup2(2, 1)  # stray prints of a library go to stderr, never into the protocol
@@ -197,6 +198,6 @@ def serve(extractor: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 3 and sys.argv[1] == "--serve":
-        sys.exit(serve(sys.argv[2]))
-    sys.exit("usage: python -m curate.stages.extract.sandbox --serve EXTRACTOR")
+    if len(sys.argv) in (3, 4) and sys.argv[1] == "--serve" and sys.argv[3:] in ([], ["--comments"]):
+        sys.exit(serve(sys.argv[2], comments=len(sys.argv) == 4))
+    sys.exit("usage: python -m curate.stages.extract.sandbox --serve EXTRACTOR [--comments]")

@@ -245,3 +245,83 @@ def test_approx_cuts_planted_lines_in_input_order(run, tmp_path):
     kept = {ln for t in texts.values() for ln in t.split("\n")}
     lost = len(unique - kept)
     assert lost <= 0.01 * len(unique) * 3  # a unique line is cut only by a false positive (rate 0.01; 3x for the draw)
+
+
+# --------------------------------------------------------------------------- dedup substrings
+
+
+def _brute_force(docs: list[list[int]], length: int) -> list[np.ndarray]:
+    """Lee et al.'s rule by counting every window: a position is struck when a window of ``length`` holding it occurs twice."""
+    seen: dict[tuple[int, ...], int] = {}
+    for d in docs:
+        for i in range(len(d) - length + 1):
+            w = tuple(d[i : i + length])
+            seen[w] = seen.get(w, 0) + 1
+    out = []
+    for d in docs:
+        gone = np.zeros(len(d), bool)
+        for i in range(len(d) - length + 1):
+            if seen[tuple(d[i : i + length])] >= 2:
+                gone[i : i + length] = True
+        out.append(gone)
+    return out
+
+
+def test_window_hashes_equal_for_equal_windows_only():
+    from curate.dedup.substrings import window_hashes
+
+    rng = np.random.default_rng(1)
+    seq = rng.integers(0, 4, 3000).astype(np.int32)
+    hi, lo = window_hashes(seq, 6)
+    windows = [tuple(seq[i : i + 6]) for i in range(len(seq) - 5)]
+    by_hash: dict[tuple[int, int], set] = {}
+    for w, h, g in zip(windows, hi.tolist(), lo.tolist()):
+        by_hash.setdefault((h, g), set()).add(w)
+    assert all(len(v) == 1 for v in by_hash.values()) and len(by_hash) == len(set(windows))
+    h2, l2 = window_hashes(seq[100:200], 6)
+    assert h2[0] == hi[100] and l2[-1] == lo[194]  # position-free
+
+
+@pytest.mark.parametrize("min_parts", ["1", "6"])
+def test_substrings_equal_a_brute_force_reference_across_chunks(run, tmp_path, monkeypatch, min_parts):
+    """Bytes over a 3-letter alphabet: many repeats of every length, inside documents, across documents, shards and chunks."""
+    monkeypatch.setenv("CURATE_MIN_PARTITIONS", min_parts)  # 6: several chunks per shard, repeats cross chunk edges
+    rng = random.Random(5)
+    shared = "".join(rng.choice("abc") for _ in range(40))
+    texts = []
+    for i in range(30):
+        body = "".join(rng.choice("abc") for _ in range(rng.randint(0, 80)))
+        if i % 4 == 0:
+            body = body[: len(body) // 2] + shared + body[len(body) // 2 :]
+        texts.append(body)
+    rows = [(f"d{i:03d}", t, "s") for i, t in enumerate(texts)]
+    write_docs(tmp_path / "in", rows, shards=3)
+    res = run("dedup", "substrings", "--in", tmp_path / "in", "--out", tmp_path / "o", "--sequence", "bytes", "--min-length", "12",
+              "--min-remaining-chars", "0", "--workers", 1)  # fmt: skip
+    got = _texts(tmp_path / "o")
+    ref = _brute_force([list(t.encode()) for t in texts], 12)
+    for (i, t, _), gone in zip(rows, ref):
+        want = "".join(ch for ch, g in zip(t, gone) if not g)
+        assert got[i] == want, i
+    assert sum(g.sum() for g in ref) > 200  # the test strikes something
+    rec = json.loads((tmp_path / "o" / "_SUCCESS").read_text())
+    assert rec["counters"]["dedup_substrings"]["s"]["bytes_cut"] == sum(int(g.sum()) for g in ref)
+    if min_parts == "6":
+        assert len(rec["dedup_substrings"]["plan"]) and json.loads((tmp_path / "o" / "_work" / "plan.json").read_text())["chunks"][5]
+    assert "bytes cut:" in res.stdout
+
+
+def test_substrings_strike_a_shared_passage_of_50_gpt2_tokens_from_every_copy(run, tmp_path):
+    passage = " ".join(words(77, 80))
+    rows = [(f"d{i}", f"{sentence(500 + i, 30)} {passage if i < 3 else ''} {sentence(600 + i, 30)}", "cc/X") for i in range(6)]
+    rows.append(("e", "", "cc/X"))
+    rows.append(("short", passage, "cc/X"))  # nothing but the passage: left empty, rejected
+    write_docs(tmp_path / "in", rows, shards=2)
+    run("dedup", "substrings", "--in", tmp_path / "in", "--out", tmp_path / "o", "--keep-rejected")
+    got = _texts(tmp_path / "o")
+    assert "short" not in got and set(pd.read_parquet(tmp_path / "o" / "_rejected")["reason"]) == {"substrings:too_short"}
+    for i in range(6):
+        # unique text stays; a token at the passage's edge goes with it when it repeats too (d0 and d2's " R", every ".")
+        assert sentence(500 + i, 30)[:-1] in got[f"d{i}"] and sentence(600 + i, 30)[1:] in got[f"d{i}"]
+        assert " ".join(words(77, 80)[5:70]) not in got[f"d{i}"]
+    assert got["e"] == ""

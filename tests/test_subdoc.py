@@ -90,7 +90,9 @@ def test_planted_boilerplate_lines_are_cut_unique_lines_never(run, tmp_path):
     cut = sum(s["units_cut"] for s in per.values())
     planted_copies = sum(t.split("\n").count(b) for _, t, _ in rows for b in [*BOILER, SHARED])
     assert cut == planted_copies - 4
-    assert sum(s["bytes_cut"] for s in per.values()) == sum(len(t.encode()) for _, t, _ in rows) - sum(len(t.encode()) for t in texts.values())
+    assert sum(s["bytes_cut"] for s in per.values()) == sum(len(t.encode()) for _, t, _ in rows) - sum(
+        len(t.encode()) for t in texts.values()
+    )
     assert f"lines cut: {cut:,} of" in res.stdout
 
 

@@ -327,3 +327,28 @@ def test_substrings_strike_a_shared_passage_of_50_gpt2_tokens_from_every_copy(ru
         assert sentence(500 + i, 30)[:-1] in got[f"d{i}"] and sentence(600 + i, 30)[1:] in got[f"d{i}"]
         assert " ".join(words(77, 80)[5:70]) not in got[f"d{i}"]
     assert got["e"] == ""
+
+
+@pytest.mark.slow
+def test_substrings_output_is_the_same_for_any_task_memory_and_worker_count_and_after_a_kill(tmp_path):
+    _corpus(tmp_path / "in", 600)
+    args = ["dedup", "substrings", "--in", str(tmp_path / "in"), "--keep-rejected", "--min-length", "20"]
+    env = {**os.environ, "CURATE_PROGRESS": "log"}
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "one"), "--workers", "1"], check=True, env=env,
+                   capture_output=True)  # fmt: skip
+    many = {**env, "CURATE_MIN_PARTITIONS": "8"}
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(tmp_path / "many"), "--workers", "2", "--task-memory", "64MB"],
+                   check=True, env=many, capture_output=True)  # fmt: skip
+    plan = json.loads((tmp_path / "many" / "_SUCCESS").read_text())["dedup_substrings"]["plan"]
+    assert plan["task_memory"] == 64 << 20 and plan["fine_parts"] >= 8 and plan["merge_tasks"] >= 8, plan
+    one = digest_dir(tmp_path / "one")
+    assert one == digest_dir(tmp_path / "many") and "part-00004.parquet" in one
+    out = tmp_path / "killed"
+    proc = subprocess.Popen([sys.executable, "-m", "curate", *args, "--out", str(out), "--workers", "1"], env=many,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)  # fmt: skip
+    _kill_when(proc, out, "_work/repeated/t-*.off.npy", 2)
+    assert not (out / "_SUCCESS").exists()
+    subprocess.run([sys.executable, "-m", "curate", *args, "--out", str(out), "--workers", "1"], check=True, env=many, capture_output=True)
+    assert digest_dir(out) == one
+    kept = pd.read_parquet(tmp_path / "one")
+    assert sum(SHARED in t for t in kept["text"]) == 0  # every copy of the shared paragraph struck

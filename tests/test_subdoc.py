@@ -352,3 +352,18 @@ def test_substrings_output_is_the_same_for_any_task_memory_and_worker_count_and_
     assert digest_dir(out) == one
     kept = pd.read_parquet(tmp_path / "one")
     assert sum(SHARED in t for t in kept["text"]) == 0  # every copy of the shared paragraph struck
+
+
+@pytest.mark.parametrize("stage", [["lines"], ["substrings", "--min-length", "8"]])
+def test_only_sources_compares_and_cuts_only_those_documents(run, tmp_path, stage):
+    line = "a footer line shared by every document of both sources, long enough for any minimum"
+    rows = [(f"p{i}", f"{sentence(i)}\n{line}", "pile/W") for i in range(3)] + [
+        (f"c{i}", f"{sentence(50 + i)}\n{line}", "cc/X") for i in range(3)
+    ]
+    write_docs(tmp_path / "in", rows, shards=2)
+    run("dedup", *stage, "--in", tmp_path / "in", "--out", tmp_path / "o", "--only-sources", "cc/*", "--min-remaining-chars", "0")
+    t = _texts(tmp_path / "o")
+    assert all(t[f"p{i}"] == rows[i][1] for i in range(3))  # not compared, not cut
+    assert sum(line in t[f"c{i}"] for i in range(3)) == (1 if stage == ["lines"] else 0)  # lines: the first copy stays
+    rec = json.loads((tmp_path / "o" / "_SUCCESS").read_text())
+    assert rec["counters"]["passed_through"] == 3 and set(rec["counters"][f"dedup_{stage[0]}"]) == {"cc/X"}

@@ -23,6 +23,7 @@ The cut (doc key, unit) rows are written per input shard; the removal pass (one 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import time
@@ -37,7 +38,7 @@ import xxhash
 from curate.dataset import iter_tables, open_parquet
 from curate.dedup.clusters import doc_key, row_of, shard_of
 from curate.dedup.exact import NORMALIZATIONS, normalize_texts
-from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS, PRIORITY_HELP
+from curate.dedup.fuzzy import DEDUP_OPTION_HELP, PRIORITY_HELP
 from curate.dedup.signatures import plan_chunks
 from curate.errors import CurateError
 from curate.partitions import (
@@ -57,8 +58,8 @@ from curate.partitions import (
     write_partitioned,
 )
 from curate.registry import stage
-from curate.runtime import Batch, Context, Decisions, DocStage, Stage, param
-from curate.schema import source_rank
+from curate.runtime import MAP_OPTIONS, Batch, Context, Decisions, DocStage, Stage, param
+from curate.schema import source_matcher, source_rank
 from curate.stats import Counters
 from curate.storage import as_path
 
@@ -67,6 +68,10 @@ REASON = "lines:too_short"
 ROW_SCHEMA = pa.schema([("hi", pa.uint64()), ("lo", pa.uint64()), ("rank", pa.int32()), ("id", pa.string()),
                         ("doc", pa.int64()), ("unit", pa.int32())])  # fmt: skip
 ROW_BYTES = 256  # one unit's row in a bucket task: its columns, the id, the sort's indices and numpy copies (measured)
+ONLY_HELP = {
+    "only_sources": "Compare and cut only the documents of these sources (comma-separated globs, e.g. 'cc/*'); "
+    "the others pass through unchanged."
+}
 DOC_BYTES = 16384  # what a hash task holds per document of its chunk: the text of a batch, its units, their rows
 _PARAGRAPH = re.compile(r"(\n(?:[^\S\n]*\n)+)")  # one or more blank lines (whitespace-only) between paragraphs
 
@@ -120,6 +125,7 @@ class HashJob:
     normalize: list[str]
     min_chars: int
     priority: list[str]
+    only: str | None = None  # --only-sources: units of other sources are not hashed (the removal pass passes them through)
 
 
 def hash_job(job: HashJob) -> dict[str, Any]:
@@ -128,6 +134,7 @@ def hash_job(job: HashJob) -> dict[str, Any]:
     if partitioned_done(out):
         return {"skipped": 1}
     rank = source_rank(job.priority)
+    match = source_matcher(job.only)
     tables = []
     at = job.start
     for table in iter_tables(as_path(job.path), ["id", "text", "source"], rows=(job.start, job.stop)):
@@ -137,8 +144,8 @@ def hash_job(job: HashJob) -> dict[str, Any]:
         flat: list[str] = []
         owner: list[int] = []
         number: list[int] = []
-        for i, text in enumerate(table.column("text").to_pylist()):
-            if not text:
+        for i, (text, source) in enumerate(zip(table.column("text").to_pylist(), table.column("source").to_pylist())):
+            if not text or not match(source):
                 continue
             units, _ = split_units(text, job.unit)
             flat.extend(units)
@@ -291,6 +298,7 @@ class ApplyLines(DocStage):
     shard: int
     unit: str
     min_remaining_chars: int
+    only: str | None = None  # --only-sources, applied here: the rows keep their numbers
     _row: int = 0
     _loaded: tuple[np.ndarray, np.ndarray] | None = None
 
@@ -315,9 +323,13 @@ class ApplyLines(DocStage):
         texts = batch.texts
         sources = batch.column("source")
         counters = Counters()
+        match = source_matcher(self.only)
         reasons: list[str | None] = [None] * n
         new_texts = list(texts)
         for i, text in enumerate(texts):
+            if not match(sources[i]):
+                counters.add("passed_through")
+                continue
             src = counters.level("dedup_lines", sources[i] or "")
             src["docs"] = src.get("docs", 0) + 1
             if not text:
@@ -362,8 +374,8 @@ class LineDedup(Stage):
     name: ClassVar[str] = "dedup_lines"
     sections: ClassVar[dict[str, str]] = {"subdoc": "counters.dedup_lines"}
     kind: ClassVar[str] = "global"
-    options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
-    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, "keep_rejected": "Write documents left too short to "
+    options: ClassVar[tuple[str, ...]] = MAP_OPTIONS
+    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, **ONLY_HELP, "keep_rejected": "Write documents left too short to "
                                              "OUT/_rejected/ (reason lines:too_short, their text as it came in)."}  # fmt: skip
     unit: str = param("line", "What to compare: a line, or a paragraph (text between blank lines).", choices=UNITS)
     priority: list[str] = param([], PRIORITY_HELP.replace("a cluster keeps its document", "a repeated unit is kept in the document"),
@@ -414,7 +426,8 @@ class LineDedup(Stage):
         bound = text_bytes_upper_bound(files) // (self.min_chars + 1) + 1
         fine = plan.get("fine_parts", lambda: plan_partitions(bound, ROW_BYTES, budget, power_of_two=True))
         hashes = [str(work / "hash" / f"c-{k:06d}.arrow") for k in range(len(chunks))]
-        jobs = [HashJob(k, s, a, b, str(files[s]), hashes[k], fine, self.unit, self.normalize, self.min_chars, self.priority)
+        jobs = [HashJob(k, s, a, b, str(files[s]), hashes[k], fine, self.unit, self.normalize, self.min_chars, self.priority,
+                        ctx.common.only_sources)
                 for k, (s, a, b) in enumerate(chunks)]  # fmt: skip
         ctx.map(hash_job, jobs, labels=[f"chunk-{k:06d}" for k in range(len(chunks))], desc="dedup lines: hashes", unit="chunk")
         t1 = time.perf_counter()
@@ -434,11 +447,13 @@ class LineDedup(Stage):
         t2 = time.perf_counter()
 
         def per_shard(i: int, _path: Any) -> ApplyLines:
-            return ApplyLines(outs, i, self.unit, self.min_remaining_chars)
+            return ApplyLines(outs, i, self.unit, self.min_remaining_chars, only)
 
         def record(_merged: dict[str, Any]) -> dict[str, Any]:
             info = {k: v for k, v in plan.data.items() if k not in ("chunks", "bucket_groups")}
             info["decide_tasks"] = len(groups)
             return {"dedup_lines": {"plan": info, "phase_seconds": {"hash": round(t1 - t0, 3), "decide": round(t2 - t1, 3)}}}
 
+        only = ctx.common.only_sources
+        ctx.common = dataclasses.replace(ctx.common, only_sources=None)  # the removal pass applies it (row numbers)
         return ctx.map_pass(per_shard=per_shard, finish=record)

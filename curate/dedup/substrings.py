@@ -24,6 +24,7 @@ c. the removal pass per input shard: each document's windows whose fingerprint i
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import time
 from dataclasses import dataclass
@@ -33,8 +34,8 @@ import numpy as np
 import pyarrow as pa
 
 from curate.dataset import iter_tables
-from curate.dedup.fuzzy import DEDUP_OPTION_HELP, DEDUP_OPTIONS
-from curate.dedup.lines import text_bytes_upper_bound
+from curate.dedup.fuzzy import DEDUP_OPTION_HELP
+from curate.dedup.lines import ONLY_HELP, text_bytes_upper_bound
 from curate.dedup.plan import shard_rows
 from curate.dedup.signatures import plan_chunks
 from curate.errors import CurateError
@@ -56,7 +57,8 @@ from curate.partitions import (
     write_partitioned,
 )
 from curate.registry import stage
-from curate.runtime import Batch, Context, Decisions, DocStage, Stage, param
+from curate.runtime import MAP_OPTIONS, Batch, Context, Decisions, DocStage, Stage, param
+from curate.schema import source_matcher
 from curate.stats import Counters
 from curate.storage import as_path
 
@@ -136,6 +138,7 @@ class ChunkJob:
     parts: int
     kind: str
     length: int
+    only: str | None = None  # --only-sources: other documents are left out of the sequence
 
 
 def chunk_job(job: ChunkJob) -> dict[str, Any]:
@@ -147,9 +150,10 @@ def chunk_job(job: ChunkJob) -> dict[str, Any]:
         return {"skipped": 1}
     sep = 50257 if job.kind == "tokens" else 256
     seqs, valid = [], []
-    for table in iter_tables(as_path(job.path), ["text"], rows=(job.start, job.stop)):
-        for text in table.column("text").to_pylist():
-            s, _ = sequence(text or "", job.kind)
+    match = source_matcher(job.only)
+    for table in iter_tables(as_path(job.path), ["text", "source"], rows=(job.start, job.stop)):
+        for text, source in zip(table.column("text").to_pylist(), table.column("source").to_pylist()):
+            s, _ = sequence(text or "", job.kind) if match(source) else (np.zeros(0, np.int32), None)
             v = np.zeros(len(s) + 1, bool)
             v[: max(0, len(s) - job.length + 1)] = True  # windows inside the document
             seqs.extend([s, np.array([sep], np.int32)])
@@ -233,6 +237,7 @@ class ApplySubstrings(DocStage):
     seq: str
     length: int
     min_remaining_chars: int
+    only: str | None = None  # --only-sources, applied here: the rows keep their numbers
     _set: tuple[np.ndarray, dict[int, set[int]]] | None = None
 
     def _load(self) -> tuple[np.ndarray, dict[int, set[int]]]:
@@ -248,9 +253,13 @@ class ApplySubstrings(DocStage):
         keys, repeated = self._load()
         sources = batch.column("source")
         counters = Counters()
+        match = source_matcher(self.only)
         reasons: list[str | None] = [None] * len(batch.texts)
         texts = list(batch.texts)
         for i, text in enumerate(batch.texts):
+            if not match(sources[i]):
+                counters.add("passed_through")
+                continue
             src = counters.level("dedup_substrings", sources[i] or "")
             src["docs"] = src.get("docs", 0) + 1
             if not text:
@@ -297,8 +306,8 @@ class SubstringDedup(Stage):
     name: ClassVar[str] = "dedup_substrings"
     sections: ClassVar[dict[str, str]] = {"subdoc": "counters.dedup_substrings"}
     kind: ClassVar[str] = "global"
-    options: ClassVar[tuple[str, ...]] = DEDUP_OPTIONS
-    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, "keep_rejected": "Write documents left too short to "
+    options: ClassVar[tuple[str, ...]] = MAP_OPTIONS
+    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, **ONLY_HELP, "keep_rejected": "Write documents left too short to "
                                              "OUT/_rejected/ (reason substrings:too_short, their text as it came in)."}  # fmt: skip
     min_length: int = param(50, "Shortest repeated span struck, in --sequence units (the paper: 50 GPT-2 tokens).", min=2)
     sequence: str = param("tokens", "Compare GPT-2 tokens (the paper's setting) or UTF-8 bytes.", choices=SEQUENCES)
@@ -331,7 +340,10 @@ class SubstringDedup(Stage):
         chunks = plan.get("chunks", lambda: plan_chunks(files, chunk_rows)[0])
         fine = plan.get("fine_parts", lambda: plan_partitions(text_bytes + 1, FP_BYTES, budget, power_of_two=True))
         fps = [str(work / "sa" / f"c-{k:06d}.arrow") for k in range(len(chunks))]
-        jobs = [ChunkJob(k, s, a, b, str(files[s]), fps[k], fine, self.sequence, self.min_length) for k, (s, a, b) in enumerate(chunks)]
+        jobs = [
+            ChunkJob(k, s, a, b, str(files[s]), fps[k], fine, self.sequence, self.min_length, ctx.common.only_sources)
+            for k, (s, a, b) in enumerate(chunks)
+        ]
         ctx.map(chunk_job, jobs, labels=[f"chunk-{k:06d}" for k in range(len(chunks))], desc="dedup substrings: suffix arrays",
                 unit="chunk")  # fmt: skip
         t1 = time.perf_counter()
@@ -350,11 +362,13 @@ class SubstringDedup(Stage):
         t2 = time.perf_counter()
 
         def per_shard(i: int, _path: Any) -> ApplySubstrings:
-            return ApplySubstrings(outs, i, self.sequence, self.min_length, self.min_remaining_chars)
+            return ApplySubstrings(outs, i, self.sequence, self.min_length, self.min_remaining_chars, only)
 
         def record(_merged: dict[str, Any]) -> dict[str, Any]:
             info = {k: v for k, v in plan.data.items() if k not in ("chunks", "merge_groups")}
             info["merge_tasks"] = len(groups)
             return {"dedup_substrings": {"plan": info, "phase_seconds": {"suffix_arrays": round(t1 - t0, 3), "merge": round(t2 - t1, 3)}}}
 
+        only = ctx.common.only_sources
+        ctx.common = dataclasses.replace(ctx.common, only_sources=None)  # the removal pass applies it (row numbers)
         return ctx.map_pass(per_shard=per_shard, finish=record)

@@ -367,3 +367,18 @@ def test_only_sources_compares_and_cuts_only_those_documents(run, tmp_path, stag
     assert sum(line in t[f"c{i}"] for i in range(3)) == (1 if stage == ["lines"] else 0)  # lines: the first copy stays
     rec = json.loads((tmp_path / "o" / "_SUCCESS").read_text())
     assert rec["counters"]["passed_through"] == 3 and set(rec["counters"][f"dedup_{stage[0]}"]) == {"cc/X"}
+
+
+def test_the_report_shows_what_was_cut_per_source(run, tmp_path):
+    from curate.report.fmt import fmt_int
+
+    rows, _ = planted(60)
+    write_docs(tmp_path / "in", rows)
+    run("dedup", "lines", "--in", tmp_path / "in", "--out", tmp_path / "run" / "lines")
+    run("dedup", "substrings", "--in", tmp_path / "run" / "lines", "--out", tmp_path / "run" / "subs", "--min-length", "20")
+    run("report", tmp_path / "run", "--out", tmp_path / "report.html")
+    html = (tmp_path / "report.html").read_text()
+    assert 'id="subdoc"' in html and 'id="subdoc-lines"' in html and 'id="subdoc-subs"' in html
+    per = json.loads((tmp_path / "run" / "lines" / "_SUCCESS").read_text())["counters"]["dedup_lines"]
+    for d in per.values():
+        assert f">{fmt_int(d['bytes_cut'])}<" in html and f">{fmt_int(d['units_cut'])}<" in html

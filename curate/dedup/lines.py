@@ -67,7 +67,7 @@ UNITS = ("line", "paragraph")
 REASON = "lines:too_short"
 ROW_SCHEMA = pa.schema([("hi", pa.uint64()), ("lo", pa.uint64()), ("rank", pa.int32()), ("id", pa.string()),
                         ("doc", pa.int64()), ("unit", pa.int32())])  # fmt: skip
-ROW_BYTES = 256  # one unit's row in a bucket task: its columns, the id, the sort's indices and numpy copies (measured)
+ROW_BYTES = 256  # one unit's row in a decide task: its columns, the id, the sort's indices and numpy copies (an estimate)
 ONLY_HELP = {
     "only_sources": "Compare and cut only the documents of these sources (comma-separated globs, e.g. 'cc/*'); "
     "the others pass through unchanged."

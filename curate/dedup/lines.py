@@ -68,10 +68,6 @@ REASON = "lines:too_short"
 ROW_SCHEMA = pa.schema([("hi", pa.uint64()), ("lo", pa.uint64()), ("rank", pa.int32()), ("id", pa.string()),
                         ("doc", pa.int64()), ("unit", pa.int32())])  # fmt: skip
 ROW_BYTES = 256  # one unit's row in a decide task: its columns, the id, the sort's indices and numpy copies (an estimate)
-ONLY_HELP = {
-    "only_sources": "Compare and cut only the documents of these sources (comma-separated globs, e.g. 'cc/*'); "
-    "the others pass through unchanged."
-}
 DOC_BYTES = 16384  # what a hash task holds per document of its chunk: the text of a batch, its units, their rows
 _PARAGRAPH = re.compile(r"(\n(?:[^\S\n]*\n)+)")  # one or more blank lines (whitespace-only) between paragraphs
 
@@ -375,7 +371,7 @@ class LineDedup(Stage):
     sections: ClassVar[dict[str, str]] = {"subdoc": "counters.dedup_lines"}
     kind: ClassVar[str] = "global"
     options: ClassVar[tuple[str, ...]] = MAP_OPTIONS
-    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, **ONLY_HELP, "keep_rejected": "Write documents left too short to "
+    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, "keep_rejected": "Write documents left too short to "
                                              "OUT/_rejected/ (reason lines:too_short, their text as it came in)."}  # fmt: skip
     unit: str = param("line", "What to compare: a line, or a paragraph (text between blank lines).", choices=UNITS)
     priority: list[str] = param([], PRIORITY_HELP.replace("a cluster keeps its document", "a repeated unit is kept in the document"),

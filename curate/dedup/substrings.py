@@ -35,7 +35,7 @@ import pyarrow as pa
 
 from curate.dataset import iter_tables
 from curate.dedup.fuzzy import DEDUP_OPTION_HELP
-from curate.dedup.lines import ONLY_HELP, text_bytes_upper_bound
+from curate.dedup.lines import text_bytes_upper_bound
 from curate.dedup.plan import shard_rows
 from curate.dedup.signatures import plan_chunks
 from curate.errors import CurateError
@@ -307,7 +307,7 @@ class SubstringDedup(Stage):
     sections: ClassVar[dict[str, str]] = {"subdoc": "counters.dedup_substrings"}
     kind: ClassVar[str] = "global"
     options: ClassVar[tuple[str, ...]] = MAP_OPTIONS
-    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, **ONLY_HELP, "keep_rejected": "Write documents left too short to "
+    option_help: ClassVar[dict[str, str]] = {**DEDUP_OPTION_HELP, "keep_rejected": "Write documents left too short to "
                                              "OUT/_rejected/ (reason substrings:too_short, their text as it came in)."}  # fmt: skip
     min_length: int = param(50, "Shortest repeated span struck, in --sequence units (the paper: 50 GPT-2 tokens).", min=2)
     sequence: str = param("tokens", "Compare GPT-2 tokens (the paper's setting) or UTF-8 bytes.", choices=SEQUENCES)

@@ -283,6 +283,8 @@ def test_shared_flags_mean_the_same_everywhere():
         "pii",
         "urlfilter",
         "quality score",
+        "dedup lines",
+        "dedup substrings",
         "decontam",
     }
     overwrite_helps = {p["overwrite"].help for p in has.values()}

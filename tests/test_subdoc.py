@@ -382,3 +382,25 @@ def test_the_report_shows_what_was_cut_per_source(run, tmp_path):
     per = json.loads((tmp_path / "run" / "lines" / "_SUCCESS").read_text())["counters"]["dedup_lines"]
     for d in per.values():
         assert f">{fmt_int(d['bytes_cut'])}<" in html and f">{fmt_int(d['units_cut'])}<" in html
+
+
+@pytest.mark.slow
+def test_both_stages_on_ray_equal_local(tmp_path, run):
+    ray = pytest.importorskip("ray", reason="Ray is not installed (pip install 'curate[ray]')")
+    root = str(Path(__file__).resolve().parents[1])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, configure_logging=False,
+             runtime_env={"env_vars": {"PYTHONPATH": root + os.pathsep + os.environ.get("PYTHONPATH", "")}})  # fmt: skip
+    try:
+        _corpus(tmp_path / "in", 300)
+        out = {}
+        for ex in ("local", "ray"):
+            o = tmp_path / ex
+            common = ["--executor", ex, "--workers", "2", "--keep-rejected", "--task-memory", "64MB"]
+            run("dedup", "lines", "--in", tmp_path / "in", "--out", o / "lines", *common)
+            run("dedup", "substrings", "--in", o / "lines", "--out", o / "subs", "--min-length", "20", *common)
+            out[ex] = o
+        for stage in ("lines", "subs"):
+            local = digest_dir(out["local"] / stage)
+            assert local and local == digest_dir(out["ray"] / stage), stage
+    finally:
+        ray.shutdown()

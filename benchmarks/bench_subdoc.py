@@ -15,7 +15,7 @@ What is measured, in one run:
 * unique kept: the share of the unique sentences whose words are all still in the output (1.0:
   nothing unique removed), and precision: of the bytes removed, the share that were planted repeats;
 * speed: documents per second, one worker each, curate end to end (a new process, Parquet in
-  and out) and datatrove's three-step SentenceDedup (signatures, find, filter; JSON lines in and
+  and out) and datatrove's three-step SentenceDedup (signatures, find, filter; Parquet in and
   out) on lines (``n_sentences=1, split_sentences=False``: the case where it applies) in
   benchmarks/.env (benchmarks/requirements.txt; ``--setup`` creates it);
 * memory: the peak RSS of the largest process of each curate run at ``--docs`` and at
@@ -236,7 +236,7 @@ def main() -> None:
                 "Paragraphs: every copy of a shared paragraph but the first. Unique kept: share of the unique sentences whose words "
                 "all remain (a final '.' struck beside a repeat is not counted). Precision: share of the removed bytes that were planted "
                 "repeats. curate's times include process start-up and Parquet in and out; datatrove's its three pipelines and "
-                "JSON lines in and out. Peak RSS: the largest process of the run.")  # fmt: skip
+                "Parquet in and out. Peak RSS: the largest process of the run.")  # fmt: skip
         body = tables.md_table(head, rows)
         if mem_rows:
             body += "\n\n## Memory at two corpus sizes\n\n" + tables.md_table(mh, mem_rows)

@@ -404,3 +404,14 @@ def test_both_stages_on_ray_equal_local(tmp_path, run):
             assert local and local == digest_dir(out["ray"] / stage), stage
     finally:
         ray.shutdown()
+
+
+def test_struck_matches_both_halves_of_a_fingerprint():
+    from curate.dedup.substrings import struck
+
+    u = np.uint64
+    keys = (np.array([5, 7, 7, 9], u), np.array([1, 2, 3, 4], u))  # two fingerprints share the high half 7
+    hashes = (np.array([7, 7, 7, 5, 9, 8], u), np.array([3, 2, 9, 2, 4, 1], u))
+    gone = struck(hashes, keys, 2, 7)
+    # windows 0 (7,3), 1 (7,2) and 4 (9,4) repeat; 2 (7,9) and 3 (5,2) match one half only; 5 (8,1) none
+    assert gone.tolist() == [True, True, True, False, True, True, False]

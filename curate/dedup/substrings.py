@@ -108,17 +108,20 @@ def window_hashes(seq: np.ndarray, length: int) -> tuple[np.ndarray, np.ndarray]
     return out[0], out[1]
 
 
-def struck(seq_hashes: tuple[np.ndarray, np.ndarray], keys: np.ndarray, repeated: dict[int, set[int]], length: int,
-           size: int) -> np.ndarray:  # fmt: skip
-    """Which of ``size`` positions lie in a window whose fingerprint is repeated (``keys``: the sorted his; ``repeated``: hi -> {lo})."""
+def struck(seq_hashes: tuple[np.ndarray, np.ndarray], keys: tuple[np.ndarray, np.ndarray], length: int, size: int) -> np.ndarray:
+    """Which of ``size`` positions lie in a window whose fingerprint is in ``keys`` (his and los, sorted by hi then lo)."""
     hi, lo = seq_hashes
+    khi, klo = keys
     cover = np.zeros(size + 1, np.int64)
-    if len(hi) and len(keys):
-        at = np.minimum(np.searchsorted(keys, hi), len(keys) - 1)
-        cand = np.flatnonzero(keys[at] == hi)
-        hits = [p for p in cand.tolist() if int(lo[p]) in repeated[int(hi[p])]]
-        if hits:
-            starts = np.asarray(hits, np.int64)
+    if len(hi) and len(khi):
+        a, b = np.searchsorted(khi, hi, "left"), np.searchsorted(khi, hi, "right")
+        hit = np.zeros(len(hi), bool)
+        one = (b - a) == 1
+        hit[one] = klo[a[one]] == lo[one]
+        for i in np.flatnonzero((b - a) > 1).tolist():  # two fingerprints sharing their high half: rare
+            hit[i] = bool((klo[a[i] : b[i]] == lo[i]).any())
+        starts = np.flatnonzero(hit)
+        if len(starts):
             np.add.at(cover, starts, 1)
             np.add.at(cover, starts + length, -1)
     return np.cumsum(cover[:size]) > 0
@@ -238,19 +241,20 @@ class ApplySubstrings(DocStage):
     length: int
     min_remaining_chars: int
     only: str | None = None  # --only-sources, applied here: the rows keep their numbers
-    _set: tuple[np.ndarray, dict[int, set[int]]] | None = None
+    _keys: tuple[np.ndarray, np.ndarray] | None = None
 
-    def _load(self) -> tuple[np.ndarray, dict[int, set[int]]]:
-        if self._set is None:
-            c = read_buckets([as_path(p) for p in self.repeated], [self.shard], ["hi", "lo"]) if self.repeated else {"hi": [], "lo": []}
-            d: dict[int, set[int]] = {}
-            for h, low in zip(np.asarray(c["hi"], np.uint64).tolist(), np.asarray(c["lo"], np.uint64).tolist()):
-                d.setdefault(h, set()).add(low)
-            self._set = (np.array(sorted(d), np.uint64), d)
-        return self._set
+    def _load(self) -> tuple[np.ndarray, np.ndarray]:
+        """This shard's repeated fingerprints as two sorted arrays (16 bytes each, no Python object per fingerprint)."""
+        if self._keys is None:
+            paths = [as_path(p) for p in self.repeated]
+            c = read_buckets(paths, [self.shard], ["hi", "lo"]) if paths else {"hi": np.zeros(0), "lo": np.zeros(0)}
+            hi, lo = np.asarray(c["hi"], np.uint64), np.asarray(c["lo"], np.uint64)
+            order = np.lexsort((lo, hi))
+            self._keys = (hi[order], lo[order])
+        return self._keys
 
     def decide_batch(self, batch: Batch) -> Decisions:
-        keys, repeated = self._load()
+        keys = self._load()
         sources = batch.column("source")
         counters = Counters()
         match = source_matcher(self.only)
@@ -267,7 +271,7 @@ class ApplySubstrings(DocStage):
                 continue
             seq, ends = sequence(text, self.seq)
             src[self.seq] = src.get(self.seq, 0) + len(seq)
-            gone = struck(window_hashes(seq, self.length), keys, repeated, self.length, len(seq))
+            gone = struck(window_hashes(seq, self.length), keys, self.length, len(seq))
             if not gone.any():
                 continue
             raw = text.encode()

@@ -268,7 +268,7 @@ def test_shared_flags_mean_the_same_everywhere():
 
     stage_commands = {name: cmd for name, cmd in _commands() if name not in ("inspect", "report", "stats")}
     assert set(stage_commands) == {"download pile", "download cc", "import", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality train",
-                                   "quality score", "dedup exact", "dedup fuzzy", "decontam", "tokenize", "blend"}  # fmt: skip
+                                   "quality score", "dedup exact", "dedup fuzzy", "dedup lines", "dedup substrings", "decontam", "tokenize", "blend"}  # fmt: skip
     has = {name: {p.name: p for p in cmd.params} for name, cmd in stage_commands.items()}
     for name, params in has.items():
         assert "overwrite" in params, name
@@ -283,6 +283,8 @@ def test_shared_flags_mean_the_same_everywhere():
         "pii",
         "urlfilter",
         "quality score",
+        "dedup lines",
+        "dedup substrings",
         "decontam",
     }
     overwrite_helps = {p["overwrite"].help for p in has.values()}

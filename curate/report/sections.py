@@ -44,6 +44,7 @@ SECTIONS = [
     ("quality", "Quality scores"),
     ("filters", "Heuristic rules"),
     ("dedup", "Duplicates"),
+    ("subdoc", "Repeated text"),
     ("decontam", "Decontamination"),
     ("tokens", "Tokens"),
     ("blend", "Blend"),
@@ -51,7 +52,7 @@ SECTIONS = [
     ("stages", "Stage details"),
 ]
 #: The report sections a stage may declare that this page draws; others are listed in the stage's details.
-DRAWN = {"languages", "language_scores", "quality", "quality_model", "rules", "lines", "dedup", "decontam", "decontam_index", "tokens",
+DRAWN = {"languages", "language_scores", "quality", "quality_model", "rules", "lines", "dedup", "subdoc", "decontam", "decontam_index", "tokens",
          "blend"}  # fmt: skip
 
 
@@ -588,6 +589,8 @@ def section_stages(run: Run) -> list[Any]:
 
 def build(run: Run, samples: int) -> dict[str, list[Any]]:
     """Every part of the page but the warnings, by id."""
+    from curate.report.subdoc import section_subdoc
+
     return {
         "summary": section_summary(run),
         "funnel": section_funnel(run),
@@ -596,6 +599,7 @@ def build(run: Run, samples: int) -> dict[str, list[Any]]:
         "quality": section_quality(run),
         "filters": section_filters(run),
         "dedup": section_dedup(run),
+        "subdoc": section_subdoc(run),
         "decontam": section_decontam(run),
         "tokens": section_tokens(run),
         "blend": section_blend(run),

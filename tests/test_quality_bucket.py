@@ -95,6 +95,12 @@ def test_docs_weight_and_errors(tmp_path):
     got = pd.read_parquet(out).set_index("id").loc[df["id"]]
     assert got["quality_bucket"].isna().sum() == int(df["a"].isna().sum()) > 0  # no score: no bucket, still kept
     assert sum(rec["counters"]["bucket_docs"].values()) == int(df["a"].notna().sum())
+    sel = tmp_path / "sel"
+    cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "a", "--buckets", "4", "--weight", "docs", "--out", sel,
+            "--min-bucket", "2", "--keep-rejected")  # fmt: skip
+    kept, rejected = pd.read_parquet(sel), pd.read_parquet(sel / "_rejected")
+    assert (kept["quality_bucket"] >= 2).all() and len(kept) + len(rejected) == 500
+    assert set(rejected["reason"]) == {"quality_bucket"} and set(kept["id"]) == set(got.index[got["quality_bucket"] >= 2])
     r = cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "nope", "--out", tmp_path / "o", ok=False)
     lines = r.stderr.strip().splitlines()
     assert r.exit_code == 1 and len(lines) == 1 and "nope" in lines[0], r.stderr

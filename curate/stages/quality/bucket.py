@@ -150,6 +150,7 @@ class AssignBuckets(DocStage):
     columns: list[str] = field(default_factory=list)
     thresholds: list[list[float]] = field(default_factory=list)
     weight: str = "tokens"
+    min_bucket: int | None = None
 
     def decide_batch(self, batch: Batch) -> Decisions:
         table = batch.table
@@ -170,7 +171,10 @@ class AssignBuckets(DocStage):
         if (~valid).any():
             counters.add("unbucketed", n=int((~valid).sum()))
         arr = pa.array(best.astype(np.int8), BUCKET_FIELD.type, mask=~valid)
-        return Decisions(None, columns={BUCKET_FIELD: arr}, counters=counters)
+        reasons = None
+        if self.min_bucket is not None:  # below it, or no bucket at all: dropped
+            reasons = [None if k >= self.min_bucket else "quality_bucket" for k in best.tolist()]
+        return Decisions(reasons, columns={BUCKET_FIELD: arr}, counters=counters)
 
 
 @stage("quality bucket", section="select", order=42)
@@ -182,6 +186,7 @@ class QualityBucket(Stage):
     of non-space characters; or docs), computed exactly over every input shard (two histogram
     passes, bounded memory, the same for any --workers). NaN scores are left out; a document
     with no score in any column gets a null bucket. _SUCCESS holds the thresholds (`buckets`).
+    --min-bucket K keeps only documents of bucket K or above (reason quality_bucket).
 
     \b
     Example (Nemotron-CC-style ensemble of two classifiers):
@@ -197,9 +202,14 @@ class QualityBucket(Stage):
     buckets: int = param(20, "Buckets per column (Nemotron-CC: 20).", min=2, max=127)
     weight: str = param("tokens", "What each bucket holds an equal share of: tokens (runs of non-space characters) or docs.",
                         choices=WEIGHTS)  # fmt: skip
+    min_bucket: int | None = param(None, "Keep only documents whose quality_bucket is at least this (the others: reason "
+                                   "quality_bucket; a document with no bucket too) [default: keep all].", min=0,
+                                   show_default=False)  # fmt: skip
     task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
 
     def __post_init__(self) -> None:
+        if self.min_bucket is not None and not 0 <= self.min_bucket < self.buckets:
+            raise CurateError(f"--min-bucket must be between 0 and {self.buckets - 1} (--buckets {self.buckets}), got {self.min_bucket}")
         if isinstance(self.columns, str):
             self.columns = [self.columns]
         self.columns = [c.strip() for v in self.columns for c in v.split(",") if c.strip()]
@@ -260,7 +270,7 @@ class QualityBucket(Stage):
         plan = {"hist_bins": 1 << HI_BITS, "refine_bins": 1 << LO_BITS, "task_memory": format_size(budget)}
 
         def per_shard(_i: int, _path: Any) -> AssignBuckets:
-            return AssignBuckets(list(self.columns), thresholds, self.weight)
+            return AssignBuckets(list(self.columns), thresholds, self.weight, self.min_bucket)
 
         def finish(_merged: dict[str, Any]) -> dict[str, Any]:
             return {"buckets": {"n": b, "weight": self.weight, "method": "exact (two histogram passes)", "columns": columns,

@@ -84,8 +84,8 @@ def main() -> None:
         ours = kernel.probabilities(texts, "__label__hq")
         theirs = label_probabilities(lib, texts, "__label__hq")
         same = bool(np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)))
-        t_lib = best_of(lambda: lib.predict(texts, k=-1, threshold=0.0), args.repeat)
-        t_ker = best_of(lambda: kernel.probabilities(texts, "__label__hq"), args.repeat)
+        t_lib = best_of(lambda m=lib: m.predict(texts, k=-1, threshold=0.0), args.repeat)
+        t_ker = best_of(lambda m=kernel: m.probabilities(texts, "__label__hq"), args.repeat)
         rows.append([f"{loss}, bigrams, dim {args.dim}, bucket {args.bucket:,}", f"{len(texts):,}", f"{mbytes:.1f}",
                      f"{t_lib:.2f}", f"{t_ker:.2f}", f"{t_lib / t_ker:.1f}x", "yes" if same else "NO"])  # fmt: skip
     print(tables.text_table(head, rows))

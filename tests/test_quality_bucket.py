@@ -101,6 +101,10 @@ def test_docs_weight_and_errors(tmp_path):
     kept, rejected = pd.read_parquet(sel), pd.read_parquet(sel / "_rejected")
     assert (kept["quality_bucket"] >= 2).all() and len(kept) + len(rejected) == 500
     assert set(rejected["reason"]) == {"quality_bucket"} and set(kept["id"]) == set(got.index[got["quality_bucket"] >= 2])
+    mid = tmp_path / "mid"
+    cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "a", "--buckets", "4", "--weight", "docs", "--out", mid,
+            "--min-bucket", "1", "--max-bucket", "2")  # fmt: skip
+    assert set(pd.read_parquet(mid)["id"]) == set(got.index[got["quality_bucket"].isin([1, 2])])
     r = cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "nope", "--out", tmp_path / "o", ok=False)
     lines = r.stderr.strip().splitlines()
     assert r.exit_code == 1 and len(lines) == 1 and "nope" in lines[0], r.stderr

@@ -151,6 +151,7 @@ class AssignBuckets(DocStage):
     thresholds: list[list[float]] = field(default_factory=list)
     weight: str = "tokens"
     min_bucket: int | None = None
+    max_bucket: int | None = None
 
     def decide_batch(self, batch: Batch) -> Decisions:
         table = batch.table
@@ -172,8 +173,9 @@ class AssignBuckets(DocStage):
             counters.add("unbucketed", n=int((~valid).sum()))
         arr = pa.array(best.astype(np.int8), BUCKET_FIELD.type, mask=~valid)
         reasons = None
-        if self.min_bucket is not None:  # below it, or no bucket at all: dropped
-            reasons = [None if k >= self.min_bucket else "quality_bucket" for k in best.tolist()]
+        if self.min_bucket is not None or self.max_bucket is not None:  # outside the range, or no bucket at all: dropped
+            lo, hi = self.min_bucket or 0, 127 if self.max_bucket is None else self.max_bucket
+            reasons = [None if lo <= k <= hi else "quality_bucket" for k in best.tolist()]
         return Decisions(reasons, columns={BUCKET_FIELD: arr}, counters=counters)
 
 
@@ -186,7 +188,7 @@ class QualityBucket(Stage):
     of non-space characters; or docs), computed exactly over every input shard (two histogram
     passes, bounded memory, the same for any --workers). NaN scores are left out; a document
     with no score in any column gets a null bucket. _SUCCESS holds the thresholds (`buckets`).
-    --min-bucket K keeps only documents of bucket K or above (reason quality_bucket).
+    --min-bucket K / --max-bucket L keep only documents of buckets K..L (the others: reason quality_bucket).
 
     \b
     Example (Nemotron-CC-style ensemble of two classifiers):
@@ -205,9 +207,15 @@ class QualityBucket(Stage):
     min_bucket: int | None = param(None, "Keep only documents whose quality_bucket is at least this (the others: reason "
                                    "quality_bucket; a document with no bucket too) [default: keep all].", min=0,
                                    show_default=False)  # fmt: skip
+    max_bucket: int | None = param(None, "Keep only documents whose quality_bucket is at most this (with --min-bucket: a range, "
+                                   "e.g. one part of a blend) [default: no upper bound].", min=0, show_default=False)  # fmt: skip
     task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
 
     def __post_init__(self) -> None:
+        if self.max_bucket is not None and not 0 <= self.max_bucket < self.buckets:
+            raise CurateError(f"--max-bucket must be between 0 and {self.buckets - 1} (--buckets {self.buckets}), got {self.max_bucket}")
+        if self.min_bucket is not None and self.max_bucket is not None and self.min_bucket > self.max_bucket:
+            raise CurateError(f"--min-bucket {self.min_bucket} is above --max-bucket {self.max_bucket}")
         if self.min_bucket is not None and not 0 <= self.min_bucket < self.buckets:
             raise CurateError(f"--min-bucket must be between 0 and {self.buckets - 1} (--buckets {self.buckets}), got {self.min_bucket}")
         if isinstance(self.columns, str):
@@ -270,7 +278,7 @@ class QualityBucket(Stage):
         plan = {"hist_bins": 1 << HI_BITS, "refine_bins": 1 << LO_BITS, "task_memory": format_size(budget)}
 
         def per_shard(_i: int, _path: Any) -> AssignBuckets:
-            return AssignBuckets(list(self.columns), thresholds, self.weight, self.min_bucket)
+            return AssignBuckets(list(self.columns), thresholds, self.weight, self.min_bucket, self.max_bucket)
 
         def finish(_merged: dict[str, Any]) -> dict[str, Any]:
             return {"buckets": {"n": b, "weight": self.weight, "method": "exact (two histogram passes)", "columns": columns,

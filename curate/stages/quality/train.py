@@ -37,12 +37,17 @@ log = logging.getLogger("curate")
 
 
 MODEL_FILE = "model.bin"
+QUANTIZED_FILE = "model.ftz"
 
 
 def model_file(path: str | os.PathLike) -> Path:
-    """A model file, or the directory `curate quality train --out DIR` wrote (its model.bin)."""
+    """A model file, or the directory `curate quality train --out DIR` wrote (its model.bin, or model.ftz quantized)."""
     p = Path(path)
-    return p / MODEL_FILE if p.is_dir() and (p / MODEL_FILE).is_file() else p
+    if p.is_dir():
+        for name in (MODEL_FILE, QUANTIZED_FILE):
+            if (p / name).is_file():
+                return p / name
+    return p
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -112,8 +117,12 @@ def _train_fasttext(job: tuple[dict[str, Any], str]) -> str | None:
     import fasttext
 
     args, out = job
+    args = dict(args)
+    quantize = args.pop("quantize", False)
     try:
         model = fasttext.train_supervised(**args)
+        if quantize:  # product-quantized input (and norms), every row kept: a .ftz, about 8 times smaller
+            model.quantize(input=args["input"], qnorm=True, retrain=False, cutoff=0, thread=args["thread"], verbose=0)
     except (RuntimeError, ValueError) as exc:
         return str(exc) or type(exc).__name__
     model.save_model(out)
@@ -156,6 +165,7 @@ class TrainConfig:
     threads: int = 1
     normalize: str = "lower_punct"
     folds: int = 5
+    quantize: bool = False
 
     def check(self) -> None:
         for name in ("epoch", "word_ngrams", "dim", "min_count", "threads", "folds"):
@@ -184,6 +194,7 @@ def _train_one(train_path: Path, model_path: Path, config: TrainConfig, docs: in
         "seed": config.seed & 0x7FFFFFFF,
         "loss": "softmax",
         "verbose": 0,
+        "quantize": config.quantize,
     }
     try:
         error = _run_in_fresh_process(_train_fasttext, (ft_args, str(tmp)))
@@ -261,8 +272,9 @@ def train_classifier(
         kept_files: dict[str, str] = {}
         if folds == 1:
             assert data.train_path is not None and data.valid_path is not None and data.valid_labels is not None
-            model = _train_one(data.train_path, out / MODEL_FILE, config, sum(data.train_docs.values()))
-            models.append(MODEL_FILE)
+            name = QUANTIZED_FILE if config.quantize else MODEL_FILE
+            model = _train_one(data.train_path, out / name, config, sum(data.train_docs.values()))
+            models.append(name)
             words.append(len(model.library.words))
             labels_all.append(data.valid_labels)
             scores_all.append(_predict_file(model, data.valid_path))
@@ -277,8 +289,9 @@ def train_classifier(
                 data.write(train_k, [p for p in range(folds) if p != k])
                 labels = data.write(valid_k, [k])
                 n_train = total - sum(data.part_docs.get(k, {}).values())
-                model = _train_one(train_k, out / f"fold-{k}.bin", config, n_train)
-                models.append(f"fold-{k}.bin")
+                name = f"fold-{k}.ftz" if config.quantize else f"fold-{k}.bin"
+                model = _train_one(train_k, out / name, config, n_train)
+                models.append(name)
                 words.append(len(model.library.words))
                 labels_all.append(labels)
                 scores_all.append(_predict_file(model, valid_k))
@@ -396,6 +409,9 @@ class QualityTrain(Stage):
                            choices=NORMALIZE_MODES)  # fmt: skip
     folds: int = param(5, "Cross-fitting folds: K models, each trained without one fold and scoring only it; 1: one model and a "
                        "held-out split. Scoring holds all K models in memory.", min=1)  # fmt: skip
+    quantize: bool = param(False, "Product-quantize each model after training (fastText's quantize, every row kept, norms too): "
+                           ".ftz files about 8 times smaller (dim / 2 bytes a row instead of dim x 4).",
+                           secondary="--no-quantize")  # fmt: skip
     keep_data: bool = param(False, "Keep the fastText training and held-out files in OUT (*.train.txt, *.valid.txt).",
                             record=False)  # fmt: skip
 
@@ -405,7 +421,7 @@ class QualityTrain(Stage):
         self.config = TrainConfig(
             epoch=self.epoch, lr=self.lr, word_ngrams=self.word_ngrams, dim=self.dim, min_count=self.min_count, bucket=self.bucket,
             max_docs_per_class=self.max_docs_per_class, valid_fraction=self.valid_fraction, seed=self.seed,
-            threads=self.threads or default_workers(), normalize=self.normalize, folds=self.folds,
+            threads=self.threads or default_workers(), normalize=self.normalize, folds=self.folds, quantize=self.quantize,
         )  # fmt: skip
         self.config.check()
 

@@ -19,6 +19,7 @@ import shutil
 import tempfile
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -284,25 +285,32 @@ def train_classifier(
                     os.replace(f, dest)
                     kept_files[name] = str(dest)
         else:
-            for k in range(folds):
-                train_k, valid_k = work / f"fold-{k}.train.txt", work / f"fold-{k}.valid.txt"
+            paths = [(work / f"fold-{k}.train.txt", work / f"fold-{k}.valid.txt") for k in range(folds)]
+            fold_labels = []
+            for k, (train_k, valid_k) in enumerate(paths):
                 data.write(train_k, [p for p in range(folds) if p != k])
-                labels = data.write(valid_k, [k])
-                n_train = total - sum(data.part_docs.get(k, {}).values())
-                name = f"fold-{k}.ftz" if config.quantize else f"fold-{k}.bin"
-                model = _train_one(train_k, out / name, config, n_train)
-                models.append(name)
+                fold_labels.append(data.write(valid_k, [k]))
+            names = [f"fold-{k}.ftz" if config.quantize else f"fold-{k}.bin" for k in range(folds)]
+            n_trains = [total - sum(data.part_docs.get(k, {}).values()) for k in range(folds)]
+            # folds train at once where cores allow (each in a fresh process with --threads threads)
+            parallel = max(1, min(folds, (os.cpu_count() or 1) // max(1, config.threads)))
+            log.info("quality train: %d folds, %d at a time", folds, parallel)
+            with ThreadPoolExecutor(max_workers=parallel) as pool:
+                trained = list(pool.map(lambda k: _train_one(paths[k][0], out / names[k], config, n_trains[k]), range(folds)))
+            for k, model in enumerate(trained):
+                models.append(names[k])
                 words.append(len(model.library.words))
-                labels_all.append(labels)
-                scores_all.append(_predict_file(model, valid_k))
-                del model
-                for name, f in (("train", train_k), ("valid", valid_k)):
+                labels_all.append(fold_labels[k])
+                scores_all.append(_predict_file(model, paths[k][1]))
+                model.library = None  # type: ignore[assignment]  # one library model in memory at a time
+                for name, f in (("train", paths[k][0]), ("valid", paths[k][1])):
                     if keep_data:
                         dest = out / f"fold-{k}.{name}.txt"
                         os.replace(f, dest)
                         kept_files[f"fold-{k}.{name}"] = str(dest)
                     else:
                         f.unlink()
+            del trained
         t_train = time.perf_counter() - t1
         labels = np.concatenate(labels_all) if labels_all else np.zeros(0, np.int8)
         scores = np.concatenate(scores_all) if scores_all else np.zeros(0, np.float32)

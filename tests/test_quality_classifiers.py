@@ -122,7 +122,7 @@ def test_several_classifiers_in_one_pass_match_fasttext(models, tmp_path):
     assert rec["params"]["label"] == ["__label__hq", "__label__cc", "__label__hq"]
     assert rec["params"]["column"] == ["dclm_score", "cc_score", "ova_hq"]
     assert rec["counters"]["unscored"] == {c: {"empty": 2} for c in ("dclm_score", "cc_score", "ova_hq")}
-    assert rec["counters"]["scored"] == 304 and "306 -> 306 docs" in r.stdout
+    assert rec["counters"]["scored"] == 304 and "306 -> 306 docs" in r.stdout and "dclm_score: not scored (NaN): empty 2" in r.stdout
 
 
 def test_single_model_keeps_quality_score_and_unscorable_text_gets_nan(models, tmp_path):

@@ -306,6 +306,8 @@ def score_lines(record: dict[str, Any]) -> list[str]:
         lines.append(f"  {src}: {n:,} scored, mean score {mean:.3f}, kept {kept:,}{pct}; per 0.1: {' '.join(map(str, counts))}")
     if "pareto_expected_kept" in c:
         lines.append(f"  pareto: {c['pareto_expected_kept']:.1f} documents expected to be kept, sum of (2 - score)^-alpha")
+    for col, reasons in sorted((c.get("unscored") or {}).items()):
+        lines.append(f"  {col}: not scored (NaN): " + ", ".join(f"{r} {n:,}" for r, n in sorted(reasons.items())))
     if c.get("passed_through"):
         lines.append(f"  passed through unscored (--only-sources): {c['passed_through']:,}")
     return lines

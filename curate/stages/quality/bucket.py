@@ -32,7 +32,7 @@ from curate.errors import CurateError
 from curate.partitions import TASK_MEMORY_HELP, budget_of, check_fits, format_size
 from curate.registry import stage
 from curate.runtime import MAP_OPTIONS, Batch, Context, Counters, Decisions, DocStage, Stage, param
-from curate.storage import as_path, np_load, save_npy_atomic
+from curate.storage import as_path, np_load, rmtree, save_npy_atomic
 
 HI_BITS, LO_BITS = 20, 12
 WEIGHTS = ("tokens", "docs")
@@ -281,6 +281,7 @@ class QualityBucket(Stage):
             return AssignBuckets(list(self.columns), thresholds, self.weight, self.min_bucket, self.max_bucket)
 
         def finish(_merged: dict[str, Any]) -> dict[str, Any]:
+            rmtree(work / "hist", ignore_errors=True)  # the histograms: the thresholds are in the record
             return {"buckets": {"n": b, "weight": self.weight, "method": "exact (two histogram passes)", "columns": columns,
                                 "plan": plan, "threshold_seconds": round(seconds, 3)}}  # fmt: skip
 

@@ -110,3 +110,29 @@ def test_docs_weight_and_errors(tmp_path):
     assert r.exit_code == 1 and len(lines) == 1 and "nope" in lines[0], r.stderr
     r = cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "a", "--buckets", "200", "--out", tmp_path / "o", ok=False)
     assert r.exit_code != 0 and "200" in r.stderr
+
+
+def test_blend_sources_take_bucket_ranges(tmp_path):
+    """blend.yaml `buckets: lo-hi` on a dataset directory: only the documents of that quality_bucket range are tokenized."""
+    from curate.errors import CurateError
+    from curate.stages.blend.config import load_config
+
+    df = _dataset(tmp_path / "in", n=400, shards=2)
+    df["source"] = "cc/x"
+    cli_run("quality", "bucket", "--in", tmp_path / "in", "--columns", "b", "--buckets", "4", "--weight", "docs",
+            "--out", tmp_path / "bucketed")  # fmt: skip
+    cfg = tmp_path / "blend.yaml"
+    cfg.write_text(f"total_tokens: auto\nsources:\n  - {{name: high, path: {tmp_path / 'bucketed'}, buckets: 3-3, epochs: 1}}\n"
+                   f"  - {{name: rest, path: {tmp_path / 'bucketed'}, buckets: [0, 2], epochs: 1}}\n")  # fmt: skip
+    assert [s.buckets for s in load_config(cfg).sources] == [(3, 3), (0, 2)]
+    cli_run("blend", "--config", cfg, "--out", tmp_path / "blend", "--workers", "1")
+    got = pd.read_parquet(tmp_path / "bucketed")
+    docs = {row["name"]: row["documents"] for row in read_success(tmp_path / "blend")["rows"]}
+    assert docs == {"high": int((got["quality_bucket"] == 3).sum()), "rest": int((got["quality_bucket"] <= 2).sum())}
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(f"sources:\n  - {{name: a, path: {tmp_path / 'bucketed'}, buckets: 5-2, epochs: 1}}\n")
+    try:
+        load_config(bad)
+        raise AssertionError("5-2 accepted")
+    except CurateError as exc:
+        assert "buckets must be a quality_bucket range such as 15-19" in str(exc)

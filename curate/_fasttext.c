@@ -8,7 +8,10 @@
  * the hidden vector is the float32 sum of the rows in fastText's order, times 1/count. The
  * output layer is a hierarchical softmax searched depth first with fastText's pruning, or
  * a softmax. Same operations in the same order in float32, so the results are fastText's.
- * It is ~10x faster because nothing is allocated per token. Needs only Python.h.
+ * It is ~10x faster on character n-gram models because nothing is allocated per token; on word-bigram models
+ * (DCLM's) the random reads of input rows dominate, and the rows of a line are summed from a queue with the next
+ * ones prefetched (same order, same sums). It also gives one label's probability as predict(k=-1) reports it
+ * (softmax, one-vs-all with fastText's sigmoid table, hierarchical softmax along the label's path). Needs only Python.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -16,8 +19,10 @@
 #include <stdint.h>
 #include <string.h>
 
+enum { LOSS_SOFTMAX = 0, LOSS_HS = 1, LOSS_OVA = 2 };
+
 typedef struct {
-    int32_t dim, minn, maxn, word_ngrams, bucket, nwords, loss_hs, osz;
+    int32_t dim, minn, maxn, word_ngrams, bucket, nwords, loss, osz; /* loss: LOSS_SOFTMAX, LOSS_HS or LOSS_OVA */
     int64_t prune_size; /* -1: no pruning, 0: every n-gram pruned, >0: prune_map holds the kept buckets */
     int32_t nsubq, dsub, lastdsub;
     int quant;
@@ -59,7 +64,7 @@ static int32_t vocab_id(const Model *m, const uint8_t *w, Py_ssize_t n, uint32_t
     }
 }
 
-static inline void add_row(const Model *m, float *hidden, int64_t row) {
+static inline void sum_row(const Model *m, float *hidden, int64_t row) {
     if (m->quant) {
         const uint8_t *code = m->codes + (int64_t)m->nsubq * row;
         float norm = m->norms[row];
@@ -75,7 +80,33 @@ static inline void add_row(const Model *m, float *hidden, int64_t row) {
     }
 }
 
-static inline void push_bucket(const Model *m, float *hidden, int64_t *count, int32_t h) {
+/* The rows of one line are queued and summed in the same order (so the float32 sums are fastText's), a few ahead prefetched:
+ * the input matrix is read at random rows, and the loads, not the additions, are what takes the time. */
+#define QUEUE 256
+#define AHEAD 8
+typedef struct {
+    float *hidden;
+    int64_t rows[QUEUE];
+    int n;
+} Acc;
+
+static void flush_rows(const Model *m, Acc *acc) {
+    for (int i = 0; i < acc->n; i++) {
+        if (i + AHEAD < acc->n && !m->quant) {
+            const float *r = m->input + acc->rows[i + AHEAD] * m->dim;
+            for (int32_t k = 0; k < m->dim; k += 16) __builtin_prefetch(r + k);
+        }
+        sum_row(m, acc->hidden, acc->rows[i]);
+    }
+    acc->n = 0;
+}
+
+static inline void add_row(const Model *m, Acc *acc, int64_t row) {
+    acc->rows[acc->n++] = row;
+    if (acc->n == QUEUE) flush_rows(m, acc);
+}
+
+static inline void push_bucket(const Model *m, Acc *hidden, int64_t *count, int32_t h) {
     if (m->prune_size == 0 || h < 0) return;
     int64_t id = h;
     if (m->prune_size > 0) {
@@ -87,7 +118,7 @@ static inline void push_bucket(const Model *m, float *hidden, int64_t *count, in
 }
 
 /* fastText's computeSubwords over "<" + token + ">" (bytes in buf[0:n]) */
-static void add_subwords(const Model *m, float *hidden, int64_t *count, const uint8_t *w, Py_ssize_t n) {
+static void add_subwords(const Model *m, Acc *hidden, int64_t *count, const uint8_t *w, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if ((w[i] & 0xC0) == 0x80) continue;
         uint32_t h = 2166136261u;
@@ -132,10 +163,13 @@ static void dfs(const Model *m, int32_t node, float score, Best *best, const flo
     dfs(m, m->right[node], score + std_log(f), best, hidden);
 }
 
-static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
-                       float *scratch, int32_t *label, float *prob) {
+/* fastText's getLine + computeHidden: the hidden vector of one line (averaged); returns how many rows were summed (0: none) */
+static int64_t compute_hidden(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *out) {
     int64_t count = 0, nhash = 0;
-    memset(hidden, 0, m->dim * sizeof(float));
+    memset(out, 0, m->dim * sizeof(float));
+    Acc acc_, *hidden = &acc_;
+    acc_.hidden = out;
+    acc_.n = 0;
     Py_ssize_t pos = 0;
     int done = 0;
     while (!done) {
@@ -204,12 +238,65 @@ static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint
             push_bucket(m, hidden, &count, (int32_t)(h % (uint64_t)m->bucket));
         }
     }
+    flush_rows(m, hidden);
+    if (count == 0) return 0;
+    float a = (float)(1.0 / (double)count);
+    for (int32_t k = 0; k < m->dim; k++) out[k] *= a;
+    return count;
+}
+
+static inline float dot_row(const Model *m, int64_t row, const float *hidden) {
+    const float *r = m->output + row * m->dim;
+    float d = 0.0f;
+    for (int32_t k = 0; k < m->dim; k++) d += r[k] * hidden[k];
+    return d;
+}
+
+static inline float sigmoid(float x) { return (float)(1. / (1 + expf(-x))); }
+
+/* fastText's Loss::sigmoid: the one-vs-all output reads a table of 513 values over [-8, 8] (MAX_SIGMOID, SIGMOID_TABLE_SIZE) */
+#define MAX_SIGMOID 8
+#define SIGMOID_TABLE_SIZE 512
+static float t_sigmoid[SIGMOID_TABLE_SIZE + 1];
+
+static void init_sigmoid_table(void) {
+    for (int i = 0; i < SIGMOID_TABLE_SIZE + 1; i++) {
+        float x = (float)(i * 2 * MAX_SIGMOID) / SIGMOID_TABLE_SIZE - MAX_SIGMOID;
+        t_sigmoid[i] = (float)(1.0 / (1.0 + expf(-x)));
+    }
+}
+
+static inline float table_sigmoid(float x) {
+    if (x < -MAX_SIGMOID) return 0.0f;
+    if (x > MAX_SIGMOID) return 1.0f;
+    int64_t i = (int64_t)((x + MAX_SIGMOID) * SIGMOID_TABLE_SIZE / MAX_SIGMOID / 2);
+    return t_sigmoid[i];
+}
+
+/* softmax or one-vs-all: every label's probability into scratch (fastText's computeOutput) */
+static void flat_output(const Model *m, const float *hidden, float *scratch) {
+    if (m->loss == LOSS_OVA) {
+        for (int32_t i = 0; i < m->osz; i++) scratch[i] = table_sigmoid(dot_row(m, i, hidden));
+        return;
+    }
+    float mx = 0.0f, z = 0.0f;
+    for (int32_t i = 0; i < m->osz; i++) {
+        scratch[i] = dot_row(m, i, hidden);
+        if (i == 0 || scratch[i] > mx) mx = scratch[i];
+    }
+    for (int32_t i = 0; i < m->osz; i++) {
+        scratch[i] = expf(scratch[i] - mx);
+        z += scratch[i];
+    }
+    for (int32_t i = 0; i < m->osz; i++) scratch[i] /= z;
+}
+
+static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
+                       float *scratch, int32_t *label, float *prob) {
     *label = -1;
     *prob = 0.0f;
-    if (count == 0) return 0; /* fastText predicts nothing for an empty line */
-    float a = (float)(1.0 / (double)count);
-    for (int32_t k = 0; k < m->dim; k++) hidden[k] *= a;
-    if (m->loss_hs) {
+    if (compute_hidden(m, text, len, buf, hashes, hidden) == 0) return 0; /* fastText predicts nothing for an empty line */
+    if (m->loss == LOSS_HS) {
         Best best = {0.0f, -1, 0};
         dfs(m, 2 * m->osz - 2, 0.0f, &best, hidden);
         if (best.have) {
@@ -217,21 +304,9 @@ static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint
             *prob = expf(best.score);
         }
     } else {
-        float mx = 0.0f, z = 0.0f;
-        for (int32_t i = 0; i < m->osz; i++) {
-            const float *row = m->output + (int64_t)i * m->dim;
-            float d = 0.0f;
-            for (int32_t k = 0; k < m->dim; k++) d += row[k] * hidden[k];
-            scratch[i] = d;
-            if (i == 0 || d > mx) mx = d;
-        }
-        for (int32_t i = 0; i < m->osz; i++) {
-            scratch[i] = expf(scratch[i] - mx);
-            z += scratch[i];
-        }
+        flat_output(m, hidden, scratch);
         float best = 0.0f;
         for (int32_t i = 0; i < m->osz; i++) {
-            scratch[i] /= z;
             float s = std_log(scratch[i]);
             if (*label < 0 || !(s < best)) { /* k = 1: an equal score replaces the best (std::push_heap / pop_heap) */
                 best = s;
@@ -243,6 +318,25 @@ static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint
     return 0;
 }
 
+/* The probability fastText's predict(k=-1, threshold=0) reports for one label: exp(log(p + 1e-5)) as it computes it; 0 when its
+ * search prunes the label (hierarchical softmax), NaN when it predicts nothing. path: the label's nodes, root first (depth nodes). */
+static float label_prob_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
+                            float *scratch, int32_t label, const int32_t *path, int32_t depth) {
+    if (compute_hidden(m, text, len, buf, hashes, hidden) == 0) return NAN;
+    if (m->loss != LOSS_HS) {
+        flat_output(m, hidden, scratch);
+        return expf(std_log(scratch[label]));
+    }
+    float score = 0.0f, floor = std_log(0.0f);
+    for (int32_t d = 0; d + 1 < depth; d++) { /* the dfs, along the one path to the label's leaf */
+        if (score < floor) return 0.0f;
+        int32_t node = path[d];
+        float f = sigmoid(dot_row(m, node - m->osz, hidden));
+        score = path[d + 1] == m->left[node] ? score + std_log(1.0f - f) : score + std_log(f);
+    }
+    return score < floor ? 0.0f : expf(score);
+}
+
 static int get_buf(PyObject *obj, Py_buffer *b, const char *what) {
     if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS) < 0) {
         PyErr_Format(PyExc_TypeError, "%s: a contiguous buffer is needed", what);
@@ -251,126 +345,214 @@ static int get_buf(PyObject *obj, Py_buffer *b, const char *what) {
     return 0;
 }
 
-static PyObject *predict(PyObject *self, PyObject *args) {
-    (void)self;
-    PyObject *o_text, *o_off, *o_model, *o_label, *o_prob;
-    if (!PyArg_ParseTuple(args, "OOO!OO", &o_text, &o_off, &PyTuple_Type, &o_model, &o_label, &o_prob)) return NULL;
+/* The model tuple (curate.fasttext.ModelFile.kernel) into m; its buffers into bufs (nb of them held: release them). */
+static int parse_model(PyObject *o_model, Model *m, Py_buffer *bufs, int *nb) {
     if (PyTuple_GET_SIZE(o_model) != 29) {
         PyErr_SetString(PyExc_ValueError, "model: 29 fields expected");
-        return NULL;
+        return -1;
     }
-    Model m;
-    Py_buffer bufs[12];
-    int nb = 0;
-    PyObject *result = NULL;
     long long ints[16];
     for (int i = 0; i < 16; i++) {
         ints[i] = PyLong_AsLongLong(PyTuple_GET_ITEM(o_model, i));
-        if (ints[i] == -1 && PyErr_Occurred()) return NULL;
+        if (ints[i] == -1 && PyErr_Occurred()) return -1;
     }
-    m.dim = (int32_t)ints[0];
-    m.minn = (int32_t)ints[1];
-    m.maxn = (int32_t)ints[2];
-    m.word_ngrams = (int32_t)ints[3];
-    m.bucket = (int32_t)ints[4];
-    m.nwords = (int32_t)ints[5];
-    m.loss_hs = (int32_t)ints[6];
-    m.osz = (int32_t)ints[7];
-    m.prune_size = ints[8];
-    m.nsubq = (int32_t)ints[9];
-    m.dsub = (int32_t)ints[10];
-    m.lastdsub = (int32_t)ints[11];
-    m.quant = (int)ints[12];
-    m.input_rows = ints[13];
-    m.eos_id = (int32_t)ints[14];
-    m.nslots = ints[15];
-    if (m.dim < 1 || m.dim > 4096 || m.osz < 1 || m.bucket < 1 || m.nslots < 1 || m.maxn > 64) {
+    m->dim = (int32_t)ints[0];
+    m->minn = (int32_t)ints[1];
+    m->maxn = (int32_t)ints[2];
+    m->word_ngrams = (int32_t)ints[3];
+    m->bucket = (int32_t)ints[4];
+    m->nwords = (int32_t)ints[5];
+    m->loss = (int32_t)ints[6];
+    m->osz = (int32_t)ints[7];
+    m->prune_size = ints[8];
+    m->nsubq = (int32_t)ints[9];
+    m->dsub = (int32_t)ints[10];
+    m->lastdsub = (int32_t)ints[11];
+    m->quant = (int)ints[12];
+    m->input_rows = ints[13];
+    m->eos_id = (int32_t)ints[14];
+    m->nslots = ints[15];
+    if (m->dim < 1 || m->dim > 4096 || m->osz < 1 || m->bucket < 1 || m->nslots < 1 || m->maxn > 64 || m->loss < LOSS_SOFTMAX ||
+        m->loss > LOSS_OVA) {
         PyErr_SetString(PyExc_ValueError, "model: bad sizes");
-        return NULL;
+        return -1;
     }
     const char *names[12] = {"codes", "centroids", "input", "norms", "output", "left", "right", "prune_map", "slots", "vocab_bytes",
                              "vocab_offsets", "vocab_types"};
     for (int i = 0; i < 12; i++) {
-        if (get_buf(PyTuple_GET_ITEM(o_model, 16 + i), &bufs[nb], names[i]) < 0) goto done;
-        nb++;
+        if (get_buf(PyTuple_GET_ITEM(o_model, 16 + i), &bufs[*nb], names[i]) < 0) return -1;
+        (*nb)++;
     }
-    m.codes = bufs[0].buf;
-    m.centroids = bufs[1].buf;
-    m.input = bufs[2].buf;
-    m.norms = bufs[3].buf;
-    m.output = bufs[4].buf;
-    m.left = bufs[5].buf;
-    m.right = bufs[6].buf;
-    m.prune_map = bufs[7].buf;
-    m.slots = bufs[8].buf;
-    m.vocab_bytes = bufs[9].buf;
-    m.vocab_offsets = bufs[10].buf;
-    m.vocab_types = bufs[11].buf;
-    {
-        PyObject *prefix = PyTuple_GET_ITEM(o_model, 28);
-        if (!PyBytes_Check(prefix)) {
-            PyErr_SetString(PyExc_TypeError, "model: the label prefix must be bytes");
-            goto done;
-        }
-        m.label_prefix = (const uint8_t *)PyBytes_AS_STRING(prefix);
-        m.label_prefix_len = PyBytes_GET_SIZE(prefix);
+    m->codes = bufs[0].buf;
+    m->centroids = bufs[1].buf;
+    m->input = bufs[2].buf;
+    m->norms = bufs[3].buf;
+    m->output = bufs[4].buf;
+    m->left = bufs[5].buf;
+    m->right = bufs[6].buf;
+    m->prune_map = bufs[7].buf;
+    m->slots = bufs[8].buf;
+    m->vocab_bytes = bufs[9].buf;
+    m->vocab_offsets = bufs[10].buf;
+    m->vocab_types = bufs[11].buf;
+    if (m->loss == LOSS_HS && bufs[5].len < (Py_ssize_t)((2 * (int64_t)m->osz - 1) * sizeof(int32_t))) {
+        PyErr_SetString(PyExc_ValueError, "model: the tree is too small");
+        return -1;
     }
-    {
-        Py_buffer tb, ob, lb, pb;
-        if (get_buf(o_text, &tb, "texts") < 0) goto done;
-        if (get_buf(o_off, &ob, "offsets") < 0) {
-            PyBuffer_Release(&tb);
-            goto done;
-        }
-        if (get_buf(o_label, &lb, "labels") < 0) {
-            PyBuffer_Release(&tb);
-            PyBuffer_Release(&ob);
-            goto done;
-        }
-        if (get_buf(o_prob, &pb, "probs") < 0) {
-            PyBuffer_Release(&tb);
-            PyBuffer_Release(&ob);
-            PyBuffer_Release(&lb);
-            goto done;
-        }
-        Py_ssize_t n = ob.len / (Py_ssize_t)sizeof(int64_t) - 1;
-        const int64_t *off = ob.buf;
-        int ok = n >= 0 && lb.len >= n * (Py_ssize_t)sizeof(int32_t) && pb.len >= n * (Py_ssize_t)sizeof(float);
-        Py_ssize_t longest = 0;
-        for (Py_ssize_t i = 0; ok && i < n; i++) {
-            if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > tb.len) ok = 0;
-            else if (off[i + 1] - off[i] > longest) longest = off[i + 1] - off[i];
-        }
-        if (!ok) {
-            PyErr_SetString(PyExc_ValueError, "texts, offsets, labels and probs do not fit together");
-        } else {
-            uint8_t *buf = PyMem_Malloc(longest + 3);
-            int32_t *hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
-            float *hidden = PyMem_Malloc(m.dim * sizeof(float));
-            float *scratch = PyMem_Malloc((m.osz + 1) * sizeof(float));
-            if (!buf || !hashes || !hidden || !scratch) {
-                PyErr_NoMemory();
-            } else {
-                const uint8_t *t = tb.buf;
-                int32_t *labels = lb.buf;
-                float *probs = pb.buf;
-                Py_BEGIN_ALLOW_THREADS for (Py_ssize_t i = 0; i < n; i++) predict_one(&m, t + off[i], off[i + 1] - off[i], buf, hashes,
-                                                                                          hidden, scratch, labels + i, probs + i);
-                Py_END_ALLOW_THREADS result = Py_None;
-                Py_INCREF(result);
-            }
-            PyMem_Free(buf);
-            PyMem_Free(hashes);
-            PyMem_Free(hidden);
-            PyMem_Free(scratch);
-        }
-        PyBuffer_Release(&tb);
-        PyBuffer_Release(&ob);
-        PyBuffer_Release(&lb);
-        PyBuffer_Release(&pb);
+    PyObject *prefix = PyTuple_GET_ITEM(o_model, 28);
+    if (!PyBytes_Check(prefix)) {
+        PyErr_SetString(PyExc_TypeError, "model: the label prefix must be bytes");
+        return -1;
     }
-done:
+    m->label_prefix = (const uint8_t *)PyBytes_AS_STRING(prefix);
+    m->label_prefix_len = PyBytes_GET_SIZE(prefix);
+    return 0;
+}
+
+/* texts + offsets checked against n outputs of out_size bytes each; *longest: the longest text */
+static int check_batch(Py_buffer *tb, Py_buffer *ob, Py_ssize_t out_len, Py_ssize_t out_size, Py_ssize_t *n, Py_ssize_t *longest) {
+    *n = ob->len / (Py_ssize_t)sizeof(int64_t) - 1;
+    const int64_t *off = ob->buf;
+    int ok = *n >= 0 && out_len >= *n * out_size;
+    *longest = 0;
+    for (Py_ssize_t i = 0; ok && i < *n; i++) {
+        if (off[i] < 0 || off[i + 1] < off[i] || off[i + 1] > tb->len) ok = 0;
+        else if (off[i + 1] - off[i] > *longest) *longest = off[i + 1] - off[i];
+    }
+    if (!ok) PyErr_SetString(PyExc_ValueError, "texts, offsets and outputs do not fit together");
+    return ok ? 0 : -1;
+}
+
+typedef struct {
+    uint8_t *buf;
+    int32_t *hashes;
+    float *hidden, *scratch;
+    int32_t *path;
+} Scratch;
+
+static int scratch_alloc(Scratch *s, const Model *m, Py_ssize_t longest) {
+    s->buf = PyMem_Malloc(longest + 3);
+    s->hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
+    s->hidden = PyMem_Malloc(m->dim * sizeof(float));
+    s->scratch = PyMem_Malloc((m->osz + 1) * sizeof(float));
+    s->path = PyMem_Malloc(2 * (m->osz + 1) * sizeof(int32_t));
+    if (!s->buf || !s->hashes || !s->hidden || !s->scratch || !s->path) {
+        PyErr_NoMemory();
+        return -1;
+    }
+    return 0;
+}
+
+static void scratch_free(Scratch *s) {
+    PyMem_Free(s->buf);
+    PyMem_Free(s->hashes);
+    PyMem_Free(s->hidden);
+    PyMem_Free(s->scratch);
+    PyMem_Free(s->path);
+}
+
+static void release(Py_buffer *bufs, int nb) {
     for (int i = 0; i < nb; i++) PyBuffer_Release(&bufs[i]);
+}
+
+static PyObject *predict(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_text, *o_off, *o_model, *o_label, *o_prob;
+    if (!PyArg_ParseTuple(args, "OOO!OO", &o_text, &o_off, &PyTuple_Type, &o_model, &o_label, &o_prob)) return NULL;
+    Model m;
+    Py_buffer bufs[16];
+    int nb = 0;
+    PyObject *result = NULL;
+    Scratch s = {0};
+    Py_ssize_t n, longest;
+    if (parse_model(o_model, &m, bufs, &nb) < 0) goto done;
+    if (get_buf(o_text, &bufs[nb], "texts") < 0) goto done;
+    Py_buffer *tb = &bufs[nb++];
+    if (get_buf(o_off, &bufs[nb], "offsets") < 0) goto done;
+    Py_buffer *ob = &bufs[nb++];
+    if (get_buf(o_label, &bufs[nb], "labels") < 0) goto done;
+    Py_buffer *lb = &bufs[nb++];
+    if (get_buf(o_prob, &bufs[nb], "probs") < 0) goto done;
+    Py_buffer *pb = &bufs[nb++];
+    if (check_batch(tb, ob, lb->len < pb->len ? lb->len : pb->len, 4, &n, &longest) < 0) goto done;
+    if (scratch_alloc(&s, &m, longest) < 0) goto done;
+    {
+        const uint8_t *t = tb->buf;
+        const int64_t *off = ob->buf;
+        int32_t *labels = lb->buf;
+        float *probs = pb->buf;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < n; i++)
+            predict_one(&m, t + off[i], off[i + 1] - off[i], s.buf, s.hashes, s.hidden, s.scratch, labels + i, probs + i);
+        Py_END_ALLOW_THREADS;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    scratch_free(&s);
+    release(bufs, nb);
+    return result;
+}
+
+static PyObject *label_probs(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_text, *o_off, *o_model, *o_prob;
+    int label;
+    if (!PyArg_ParseTuple(args, "OOO!iO", &o_text, &o_off, &PyTuple_Type, &o_model, &label, &o_prob)) return NULL;
+    Model m;
+    Py_buffer bufs[16];
+    int nb = 0;
+    PyObject *result = NULL;
+    Scratch s = {0};
+    Py_ssize_t n, longest;
+    if (parse_model(o_model, &m, bufs, &nb) < 0) goto done;
+    if (label < 0 || label >= m.osz) {
+        PyErr_SetString(PyExc_ValueError, "label: out of range");
+        goto done;
+    }
+    if (get_buf(o_text, &bufs[nb], "texts") < 0) goto done;
+    Py_buffer *tb = &bufs[nb++];
+    if (get_buf(o_off, &bufs[nb], "offsets") < 0) goto done;
+    Py_buffer *ob = &bufs[nb++];
+    if (get_buf(o_prob, &bufs[nb], "probs") < 0) goto done;
+    Py_buffer *pb = &bufs[nb++];
+    if (check_batch(tb, ob, pb->len, 4, &n, &longest) < 0) goto done;
+    if (scratch_alloc(&s, &m, longest) < 0) goto done;
+    int32_t depth = 0;
+    if (m.loss == LOSS_HS) { /* the path from the root to the label's leaf, found once for the batch */
+        int32_t nodes = 2 * m.osz - 1, node = label;
+        int32_t *up = s.path + m.osz + 1; /* scratch: leaf to root */
+        while (node != nodes - 1) {
+            int32_t parent = -1;
+            for (int32_t p = m.osz; p < nodes; p++)
+                if (m.left[p] == node || m.right[p] == node) {
+                    parent = p;
+                    break;
+                }
+            if (parent < 0 || depth >= m.osz) {
+                PyErr_SetString(PyExc_ValueError, "model: the label is not in the tree");
+                goto done;
+            }
+            up[depth++] = node;
+            node = parent;
+        }
+        up[depth++] = node;
+        for (int32_t d = 0; d < depth; d++) s.path[d] = up[depth - 1 - d];
+    }
+    {
+        const uint8_t *t = tb->buf;
+        const int64_t *off = ob->buf;
+        float *probs = pb->buf;
+        Py_BEGIN_ALLOW_THREADS;
+        for (Py_ssize_t i = 0; i < n; i++)
+            probs[i] = label_prob_one(&m, t + off[i], off[i + 1] - off[i], s.buf, s.hashes, s.hidden, s.scratch, label, s.path, depth);
+        Py_END_ALLOW_THREADS;
+    }
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    scratch_free(&s);
+    release(bufs, nb);
     return result;
 }
 
@@ -380,9 +562,16 @@ static PyMethodDef methods[] = {
      "Top-1 prediction of the UTF-8 texts texts[offsets[i]:offsets[i+1]] (each as fastText reads one\n"
      "line: a final newline ends it) into labels (int32: the label's index, -1 for none) and probs\n"
      "(float32); model is the tuple curate.fasttext.ModelFile.kernel builds."},
+    {"label_probs", label_probs, METH_VARARGS,
+     "label_probs(texts, offsets, model, label, probs) -> None\n\n"
+     "The probability of label (its index) for each text, as fastText's predict(k=-1, threshold=0)\n"
+     "reports it (0 where it does not report the label, NaN where it predicts nothing), into probs (float32)."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fasttext", "fastText supervised prediction (see _fasttext.c).", -1, methods,
                                     NULL, NULL, NULL, NULL};
 
-PyMODINIT_FUNC PyInit__fasttext(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__fasttext(void) {
+    init_sigmoid_table();
+    return PyModule_Create(&module);
+}

@@ -15,13 +15,13 @@ the library unchecked. From that one walk come
   bytes where they are (the same tokens, hashes, pruning and buckets, the hidden vector summed
   in float32 in fastText's order, the same hierarchical-softmax search or softmax), so its labels
   and probabilities are fastText's bit for bit, several times faster. It runs supervised models
-  with a hierarchical-softmax or softmax output, a dense or product-quantized input (norms
+  with a hierarchical-softmax, softmax or one-vs-all output, a dense or product-quantized input (norms
   quantized or not) and a dense output; for anything else, or when it was not built, the
   fastText library predicts.
 
 :class:`Classifier` (:func:`classifier`, once per process) puts them together: top-1 predictions
 through the kernel where it runs the model (``CURATE_FASTTEXT=library`` forces the library),
-every label's probability through the library.
+one label's probability (:meth:`Classifier.probabilities`) through the kernel too.
 
 A low-level module: it imports no stage, not the runtime, not the executor. Inside it ``import
 fasttext`` is the fastText library, not this module (imports are absolute).
@@ -54,7 +54,8 @@ KSUB = 256  # product-quantizer centroids per sub-vector
 LABEL_PREFIX = "__label__"
 MODEL_KINDS = {1: "cbow", 2: "skipgram", 3: "supervised"}
 LOSSES = {1: "hs", 2: "ns", 3: "softmax", 4: "ova"}
-_HS, _SOFTMAX, _SUPERVISED = 1, 3, 3
+_HS, _SOFTMAX, _OVA, _SUPERVISED = 1, 3, 4, 3
+_KERNEL_LOSS = {_SOFTMAX: 0, _HS: 1, _OVA: 2}  # fastText's loss -> the kernel's (LOSS_SOFTMAX, LOSS_HS, LOSS_OVA)
 _ARGS_FMT = "<12id"
 _DICT_FMT = "<iiiqq"
 
@@ -262,7 +263,7 @@ class ModelFile:
     def _kernel(self) -> KernelModel | None:
         a, buf = self.args, self.buf
         dim, bucket, nwords, nlabels, size = a.dim, a.bucket, self.nwords, self.nlabels, len(self.ends)
-        if self.version != VERSION or a.model != _SUPERVISED or a.loss not in (_HS, _SOFTMAX) or dim < 1 or bucket < 1:
+        if self.version != VERSION or a.model != _SUPERVISED or a.loss not in _KERNEL_LOSS or dim < 1 or bucket < 1:
             return None
         starts = [self.dictionary, *(e + 10 for e in self.ends[:-1])]
         words = [buf[s:e] for s, e in zip(starts, self.ends)]
@@ -323,7 +324,7 @@ class ModelFile:
         hs = a.loss == _HS
         left, right = _huffman(counts[nwords:]) if hs else (np.zeros(1, np.int32), np.zeros(1, np.int32))
         fields = (
-            dim, a.minn, a.maxn, a.word_ngrams, bucket, nwords, int(hs), nlabels, prune_size, nsubq, dsub, lastdsub, int(inp.quantized),
+            dim, a.minn, a.maxn, a.word_ngrams, bucket, nwords, _KERNEL_LOSS[a.loss], nlabels, prune_size, nsubq, dsub, lastdsub, int(inp.quantized),
             rows, words.index(b"</s>"), nslots,
             codes, centroids, dense, norms, np.ascontiguousarray(output), left, right, prune_map, slots, b"".join(words), vocab_offsets,
             np.array(types, np.int8), LABEL_PREFIX.encode(),
@@ -398,6 +399,14 @@ def _huffman(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     return np.array(left, np.int32), np.array(right, np.int32)
 
 
+def _pack(texts: list[str]) -> tuple[bytes, np.ndarray]:
+    """The texts as the kernel reads them: UTF-8 lines (a lone surrogate becomes ``?``), and their offsets."""
+    data = [t.encode("utf-8", "replace") + b"\n" for t in texts]
+    offsets = np.zeros(len(data) + 1, np.int64)
+    np.cumsum([len(d) for d in data], out=offsets[1:])
+    return b"".join(data), offsets
+
+
 @dataclass
 class KernelModel:
     """A supervised fastText model the kernel can run; :meth:`predict` gives top-1 labels and probabilities."""
@@ -411,14 +420,23 @@ class KernelModel:
         A text is read as fastText reads one line of ``predict``: it must not hold a newline
         (the caller folds them), and the end-of-sentence token is added.
         """
-        data = [t.encode("utf-8") + b"\n" for t in texts]
-        offsets = np.zeros(len(data) + 1, np.int64)
-        np.cumsum([len(d) for d in data], out=offsets[1:])
-        idx = np.empty(len(data), np.int32)
-        probs = np.empty(len(data), np.float32)
-        _native.predict(b"".join(data), offsets, self.fields, idx, probs)
+        data, offsets = _pack(texts)
+        idx = np.empty(len(texts), np.int32)
+        probs = np.empty(len(texts), np.float32)
+        _native.predict(data, offsets, self.fields, idx, probs)
         labels = self.labels
         return [labels[i] if i >= 0 else None for i in idx.tolist()], probs
+
+    def probabilities(self, texts: list[str], label: str) -> np.ndarray:
+        """The probability of ``label`` for each one-line text (float32), as ``predict(k=-1, threshold=0.0)`` reports it.
+
+        That is fastText's ``exp(log(p + 1e-5))``; 0 where fastText does not report the label (a
+        hierarchical softmax prunes paths below 1e-5), NaN where it predicts nothing (no token).
+        """
+        data, offsets = _pack(texts)
+        probs = np.empty(len(texts), np.float32)
+        _native.label_probs(data, offsets, self.fields, self.labels.index(label), probs)
+        return probs
 
 
 def load_kernel(path: str | os.PathLike) -> KernelModel | None:
@@ -446,17 +464,19 @@ def _load_library(path: str) -> Any:
 
 
 def label_probabilities(model: Any, lines: list[str], label: str) -> np.ndarray:
-    """Probability of ``label`` by the library ``model`` for each one-line text (float32, clipped to [0, 1])."""
+    """Probability of ``label`` by the library ``model`` for each one-line text (float32; NaN where fastText predicts nothing)."""
     if not lines:
         return np.zeros(0, dtype=np.float32)
     labels, probs = model.predict(lines, k=-1, threshold=0.0, on_unicode_error="replace")
     out = np.zeros(len(lines), dtype=np.float32)
     for i, (labs, ps) in enumerate(zip(labels, probs)):
+        if not len(labs):
+            out[i] = np.nan
         for lab, pr in zip(labs, ps):
             if lab == label:
                 out[i] = pr
                 break
-    return np.clip(out, 0.0, 1.0)
+    return out
 
 
 class Classifier:
@@ -493,8 +513,14 @@ class Classifier:
         return [lab[0] if len(lab) else None for lab in labs], [float(p[0]) if len(p) else 0.0 for p in ps]
 
     def probabilities(self, lines: list[str], label: str) -> np.ndarray:
-        """Probability of ``label`` for each one-line text (float32, clipped to [0, 1]); by the library."""
-        return label_probabilities(self.library, lines, label)
+        """Probability of ``label`` for each one-line text as fastText reports it, clipped to [0, 1] (float32; NaN: no prediction).
+
+        By the kernel where it runs the model (``CURATE_FASTTEXT=library``: by the library).
+        """
+        kernel = None if os.environ.get("CURATE_FASTTEXT") == "library" else self.kernel
+        use_kernel = kernel is not None and lines
+        out = kernel.probabilities(lines, label) if use_kernel else label_probabilities(self.library, lines, label)  # type: ignore[union-attr]
+        return np.clip(out, np.float32(0.0), np.float32(1.0))
 
 
 @functools.lru_cache(maxsize=16)

@@ -395,3 +395,25 @@ def test_roc_auc_against_all_pairs_with_ties():
     assert m["confusion"] == {"tp": 2, "fp": 1, "fn": 1, "tn": 2}
     assert m["precision"] == pytest.approx(2 / 3, abs=1e-6) and m["recall"] == pytest.approx(2 / 3, abs=1e-6)
     assert m["roc_auc"] == pytest.approx(7 / 9, abs=1e-6)  # 7 of the 9 (positive, negative) pairs are ordered right
+
+
+def test_quantized_folds_are_small_score_through_the_kernel_and_keep_the_auc(corpus, tmp_path):
+    args = ["quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"], "--neg-sources", "cc/*",
+            "--folds", "2", *FAST]  # fmt: skip
+    cli_run(*args, "--out", tmp_path / "dense")
+    cli_run(*args, "--out", tmp_path / "q", "--quantize")
+    dense, quant = read_success(tmp_path / "dense"), read_success(tmp_path / "q")
+    assert quant["models"] == ["fold-0.ftz", "fold-1.ftz"] and quant["config"]["quantize"] is True
+    assert all(read_model_info(tmp_path / "q" / m).quantized for m in quant["models"])
+    assert quant["model_bytes"] * 3 < dense["model_bytes"]  # the input matrix 8x smaller; the vocabulary stays
+    assert abs(quant["valid"]["roc_auc"] - dense["valid"]["roc_auc"]) < 0.02
+    from curate.fasttext import Classifier, label_probabilities
+
+    c = Classifier(tmp_path / "q" / "fold-0.ftz")
+    assert c.kernel is not None  # the kernel runs quantized models
+    lines = [normalize_text(t) for t in pd.read_parquet(corpus["cc"])["text"][:100]]
+    assert np.array_equal(c.kernel.probabilities(lines, POS_LABEL).view(np.uint32),
+                          label_probabilities(c.library, lines, POS_LABEL).view(np.uint32))  # fmt: skip
+    out = tmp_path / "scored"
+    cli_run("quality", "score", "--in", corpus["cc"], "--out", out, "--model", tmp_path / "q", "--workers", "1")
+    assert read_success(out)["params"]["folds"] == 2 and pd.read_parquet(out)["quality_score"].notna().all()

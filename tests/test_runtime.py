@@ -268,7 +268,8 @@ def test_shared_flags_mean_the_same_everywhere():
 
     stage_commands = {name: cmd for name, cmd in _commands() if name not in ("inspect", "report", "stats")}
     assert set(stage_commands) == {"download pile", "download cc", "import", "extract", "clean", "langid", "filter", "pii", "urlfilter", "quality train",
-                                   "quality score", "dedup exact", "dedup fuzzy", "dedup lines", "dedup substrings", "decontam", "tokenize", "blend"}  # fmt: skip
+                                   "quality score", "quality bucket", "dedup exact", "dedup fuzzy", "dedup lines", "dedup substrings", "decontam", "tokenize",
+                                   "blend"}  # fmt: skip
     has = {name: {p.name: p for p in cmd.params} for name, cmd in stage_commands.items()}
     for name, params in has.items():
         assert "overwrite" in params, name
@@ -448,6 +449,7 @@ _REQUIRED = {
     "download cc": {"snapshot": "CC-MAIN-2020-50", "segments": 1},
     "quality train": {"pos": [str(SAMPLE / "pile")], "neg": [str(SAMPLE / "pile")]},
     "quality score": {"model": str(ROOT / "curate" / "resources" / "lid.176.ftz"), "label": "__label__en"},
+    "quality bucket": {"columns": ["quality_score"]},
     "decontam": {"evals": [str(SAMPLE / "eval" / "lambada_like.jsonl")]},
     "blend": {"config": str(ROOT / "pipelines" / "sample" / "blend.yaml")},
 }

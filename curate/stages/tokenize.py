@@ -84,6 +84,7 @@ class PieceJob:
     per_source: bool
     sources: str | None
     dtype: str
+    buckets: tuple[int, int] | None = None  # keep only documents whose quality_bucket is in [lo, hi] (a blend source's range)
 
 
 def plan_pieces(files: list[Path], piece_bytes: int | None = None) -> list[Piece]:
@@ -149,13 +150,12 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
 
     try:
         pf = open_parquet(as_path(piece.path))
-        check_columns(as_path(piece.path), pf.schema_arrow, ["text", "source"])
+        cols = ["text", "source", "quality_bucket"] if job.buckets else ["text", "source"]
+        check_columns(as_path(piece.path), pf.schema_arrow, cols)
         if not job.per_source:
             writer_for(None)
         batches = (
-            pf.iter_batches(batch_size=READ_ROWS, row_groups=piece.row_groups, columns=["text", "source"], use_threads=False)
-            if piece.row_groups
-            else []
+            pf.iter_batches(batch_size=READ_ROWS, row_groups=piece.row_groups, columns=cols, use_threads=False) if piece.row_groups else []
         )
         md = pf.metadata
         row = sum(md.row_group(i).num_rows for i in range(piece.row_groups[0])) if piece.row_groups else 0
@@ -170,6 +170,13 @@ def tokenize_piece(job: PieceJob) -> dict[str, Any]:
             sources = src_col.to_pylist()
             texts = [t or "" for t in batch.column("text").to_pylist()]  # a null text counts as empty
             nbytes = pc.binary_length(batch.column("text")).to_numpy(zero_copy_only=False)
+            if job.buckets is not None:
+                lo, hi = job.buckets
+                b = batch.column("quality_bucket").to_pylist()
+                keep = [i for i, k in enumerate(b) if k is not None and lo <= k <= hi]
+                if len(keep) < len(sources):
+                    skipped["other_bucket"] = skipped.get("other_bucket", 0) + len(sources) - len(keep)
+                    sources, texts, nbytes = [sources[i] for i in keep], [texts[i] for i in keep], nbytes[keep]
             if match is not None:
                 keep = [i for i, s in enumerate(sources) if match(s)]
                 if len(keep) < len(sources):
@@ -340,6 +347,7 @@ def tokenize_files(
     append_eod: bool = True,
     sources: str | None = None,
     work_params: dict[str, Any] | None = None,
+    buckets: tuple[int, int] | None = None,
 ) -> dict[str, Any]:
     """Tokenize ``files`` into ``outs`` (pieces in its work directory, resumed, then merged); returns the record.
 
@@ -374,7 +382,7 @@ def tokenize_files(
         if rec is not None and rec.get("input") == p.path and rec.get("input_size") == p.size and rec.get("input_mtime_ns") == p.mtime_ns:
             done[p.name] = rec
         else:
-            pending.append(PieceJob(p, str(work), tokenizer, eod_token, append_eod, outs.per_source, sources, dtype.name))
+            pending.append(PieceJob(p, str(work), tokenizer, eod_token, append_eod, outs.per_source, sources, dtype.name, buckets))
     if done:
         log.info("tokenize: resuming, %d of %d piece(s) already done", len(done), len(pieces))
     results = run_map(tokenize_piece, pending, labels=[j.piece.name for j in pending], desc="tokenize", describe=describe_piece,

@@ -92,7 +92,7 @@ class BlendStage(Stage):
         """The config by content (its sources and tokenizer) and the values resolved from it."""
         return {
             "config": str(self.config),
-            "sources": [asdict(s) for s in self.cfg.sources],
+            "sources": [{k: v for k, v in asdict(s).items() if k != "buckets" or v is not None} for s in self.cfg.sources],
             "tokenizer": self.cfg.tokenizer,
             "append_eod": self.cfg.append_eod,
             "seed": self.seed_used,

@@ -19,7 +19,7 @@ from curate.errors import CurateError
 log = logging.getLogger("curate")
 
 TOP_KEYS = {"total_tokens", "sources", "max_epochs", "seed", "tokenizer", "append_eod"}
-SOURCE_KEYS = {"name", "path", "weight", "epochs", "sources"}
+SOURCE_KEYS = {"name", "path", "weight", "epochs", "sources", "buckets"}
 DEFAULT_MAX_EPOCHS = 10.0
 DEFAULT_SEED = 1234
 _SUFFIXES = {"k": 1e3, "m": 1e6, "b": 1e9, "g": 1e9, "t": 1e12}
@@ -34,6 +34,7 @@ class SourceSpec:
     weight: float | None = None
     epochs: float | None = None
     sources: str | None = None  # of a dataset directory, tokenize only these sources (globs)
+    buckets: tuple[int, int] | None = None  # of a dataset directory, only documents whose quality_bucket is in [lo, hi]
 
 
 @dataclass
@@ -78,6 +79,23 @@ def _expand(path: str, where: str) -> str:
     return out
 
 
+def _buckets(value: Any, where: str) -> tuple[int, int] | None:
+    """A source's quality_bucket range: ``15-19``, ``[15, 19]`` or one bucket ``19``; a one-line error otherwise."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        value = None
+    elif isinstance(value, int):
+        value = [value, value]
+    elif isinstance(value, str) and re.fullmatch(r"\s*\d+\s*(-\s*\d+\s*)?", value):
+        parts = [int(x) for x in value.split("-")]
+        value = parts * 2 if len(parts) == 1 else parts
+    if not (isinstance(value, list) and len(value) == 2 and all(isinstance(x, int) and not isinstance(x, bool) for x in value)
+            and 0 <= value[0] <= value[1] <= 127):  # fmt: skip
+        raise CurateError(f"{where}: buckets must be a quality_bucket range such as 15-19 (lo <= hi, 0..127)")
+    return (value[0], value[1])
+
+
 def load_config(path: str | os.PathLike) -> BlendConfig:
     """Read and check a blend config; unknown keys and bad values are one-line errors."""
     raw = load_yaml(path)
@@ -114,7 +132,7 @@ def load_config(path: str | os.PathLike) -> BlendConfig:
             only = ",".join(map(str, only)) if isinstance(only, list) else None
             if only is None:
                 raise CurateError(f"{where}: sources must be a glob or a list of globs")
-        specs.append(SourceSpec(name, _expand(s["path"], where), weight, epochs, only))
+        specs.append(SourceSpec(name, _expand(s["path"], where), weight, epochs, only, _buckets(s.get("buckets"), where)))
     total = top.get("total_tokens")
     if total is not None and not (isinstance(total, str) and total.strip().lower() == "auto"):
         total = int(round(parse_number(total, "total_tokens", str(path))))

@@ -94,13 +94,15 @@ def _resolve_source(spec: SourceSpec, where: str, config: BlendConfig, out: Path
 
     p = source_prefix(spec)
     if p is not None:
-        if spec.sources:
-            raise CurateError(f"{where}: sources applies to dataset directories, and {p} is a tokenized prefix")
+        if spec.sources or spec.buckets:
+            what = "sources" if spec.sources else "buckets"
+            raise CurateError(f"{where}: {what} applies to dataset directories, and {p} is a tokenized prefix")
         return inspect_prefix(spec, p, where)
     if not as_path(spec.path).is_dir():
         raise EmptySource(f"no tokenized prefix ({spec.path}.bin and .idx) or dataset directory at {spec.path}")
     prefix = out / "sources" / source_slug(spec.name)
     settings = {"tokenizer": config.tokenizer, "append_eod": config.append_eod, "sources": spec.sources,
+                **({"buckets": list(spec.buckets)} if spec.buckets else {}),
                 "input": record_fingerprint(as_path(spec.path)) if is_curate_dir(as_path(spec.path)) else None}  # fmt: skip
     stats = read_json(as_path(f"{prefix}.stats.json"))
     work = as_path(f"{prefix}.work")
@@ -109,7 +111,7 @@ def _resolve_source(spec: SourceSpec, where: str, config: BlendConfig, out: Path
         try:
             record = tokenize_files(run_map, resolve_inputs([spec.path]), Outputs(as_path(str(prefix)), False),
                                     tokenizer=config.tokenizer, append_eod=config.append_eod, sources=spec.sources,
-                                    work_params=settings)  # fmt: skip
+                                    work_params=settings, buckets=spec.buckets)  # fmt: skip
         except NoDocuments as exc:
             rmtree(work, ignore_errors=True)
             raise EmptySource(str(exc)) from None

@@ -36,6 +36,8 @@ from curate.schema import source_matcher
 POS_LABEL = "__label__hq"
 NEG_LABEL = "__label__cc"
 NORMALIZE_MODES = ("lower_punct", "lower", "none")
+#: Scoring also takes ``dclm``: DCLM's own preparation (see :func:`normalize_text`), for its published classifier.
+SCORE_NORMALIZE_MODES = (*NORMALIZE_MODES, "dclm")
 _MASK64 = (1 << 64) - 1
 
 # --------------------------------------------------------------------------- normalisation
@@ -53,9 +55,15 @@ def normalize_text(text: str, mode: str = "lower_punct") -> str:
     * ``none``: whitespace folded only (for foreign models trained on raw lines with the
       newlines replaced, as datatrove's classifier filter feeds them).
 
-    Always: NUL becomes a space (fastText splits on it) and ``__label__`` becomes ``label``,
+    * ``dclm`` (scoring only): what DCLM's fastText enricher does, ``" ".join(text.strip().splitlines())``
+      (mlfoundations/dclm, baselines/mappers/enrichers/quality_prediction_enrichers_calc_fasttext.py):
+      line breaks become spaces and nothing else changes.
+
+    Except in ``dclm``: NUL becomes a space (fastText splits on it) and ``__label__`` becomes ``label``,
     so no word of a document can be read as a fastText label.
     """
+    if mode == "dclm":  # fastText ignores label tokens when it predicts, and splits at NUL: nothing else is needed
+        return " ".join(text.strip().splitlines())
     if mode == "lower_punct":
         text = " ".join(_PUNCT.split(text.lower()))  # split() with a group keeps the separators: 3x faster than sub()
     elif mode == "lower":

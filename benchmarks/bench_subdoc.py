@@ -18,10 +18,10 @@ What is measured, in one run:
   and out) and datatrove's three-step SentenceDedup (signatures, find, filter; Parquet in and
   out) on lines (``n_sentences=1, split_sentences=False``: the case where it applies) in
   benchmarks/.env (benchmarks/requirements.txt; ``--setup`` creates it);
-* memory: the peak RSS of the largest process of each curate run at ``--docs`` and at
+* memory: the peak RSS of the largest process of each curate run, at a fixed ``--task-memory``, at ``--docs`` and at
   ``--memory`` documents (run this under an exclusive CPU lock: timings).
 
-    .venv/bin/python benchmarks/bench_subdoc.py --docs 4000 --memory 16000
+    .venv/bin/python benchmarks/bench_subdoc.py --docs 4000 --memory 16000 --task-memory 64MB
 """
 
 from __future__ import annotations
@@ -185,6 +185,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--docs", type=int, default=4000)
     ap.add_argument("--memory", type=int, default=16000, help="the second corpus size for memory (0: skip)")
+    ap.add_argument("--task-memory", default="64MB", help="the fixed --task-memory of the memory table's runs (the bound under test)")
     ap.add_argument("--peer", help=argparse.SUPPRESS)
     ap.add_argument("--setup", action="store_true", help="create benchmarks/.env with datatrove first")
     tables.add_write_option(ap)
@@ -221,10 +222,17 @@ def main() -> None:
     if args.memory:
         big, _ = corpus(args.memory)
         for label, name, _mode, a in runs[:1] + runs[3:]:
-            _, s1, r1 = raw[label]
-            _, s2, r2 = run_curate(big, name, a)
+            fixed = [*a, "--task-memory", args.task_memory]
+            _, s1, r1 = run_curate(docs, name + "-fixed", fixed)
+            _, s2, r2 = run_curate(big, name + "-fixed", fixed)
             mem_rows.append([label, f"{r1 / 2**20:,.0f}", f"{r2 / 2**20:,.0f}", f"{args.docs / s1:,.0f}", f"{args.memory / s2:,.0f}"])
-        mh = ["method", f"peak RSS MB, {args.docs:,} docs", f"peak RSS MB, {args.memory:,} docs", "docs/s (small)", "docs/s (large)"]
+        mh = [
+            f"method (--task-memory {args.task_memory})",
+            f"peak RSS MB, {args.docs:,} docs",
+            f"peak RSS MB, {args.memory:,} docs",
+            "docs/s (small)",
+            "docs/s (large)",
+        ]
         print(tables.text_table(mh, mem_rows))
     if args.write:
         peer_v = tables.versions("datatrove") if not have_peer else subprocess.run(

@@ -50,6 +50,17 @@ log = logging.getLogger("curate")
 NORMALIZATIONS = ("lower", "whitespace", "punct")
 
 
+def check_priority_and_normalize(stage: Any) -> None:
+    """Split a stage's ``priority`` and ``normalize`` given as one comma-separated string; refuse an unknown normalisation."""
+    for name in ("priority", "normalize"):
+        value = getattr(stage, name)
+        if isinstance(value, str):
+            setattr(stage, name, [p.strip() for p in value.split(",") if p.strip()])
+    bad = [n for n in stage.normalize if n not in NORMALIZATIONS]
+    if bad:
+        raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
+
+
 def normalize_texts(texts: pa.Array | pa.ChunkedArray, ops: list[str]) -> pa.Array:
     """Apply the chosen normalisations with Arrow kernels (lower, punct removal, whitespace folding)."""
     if isinstance(texts, pa.ChunkedArray):
@@ -179,13 +190,7 @@ class ExactDedup(Stage):
     task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
 
     def __post_init__(self) -> None:
-        for name in ("priority", "normalize"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                setattr(self, name, [p.strip() for p in value.split(",") if p.strip()])
-        bad = [n for n in self.normalize if n not in NORMALIZATIONS]
-        if bad:
-            raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
+        check_priority_and_normalize(self)
 
     def summary(self, record: dict[str, Any]) -> list[str]:
         d = record.get("dedup", {})

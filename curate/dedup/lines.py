@@ -37,7 +37,7 @@ import xxhash
 
 from curate.dataset import iter_tables, open_parquet
 from curate.dedup.clusters import doc_key, row_of, shard_of
-from curate.dedup.exact import NORMALIZATIONS, normalize_texts
+from curate.dedup.exact import check_priority_and_normalize, normalize_texts
 from curate.dedup.fuzzy import DEDUP_OPTION_HELP, PRIORITY_HELP
 from curate.dedup.signatures import plan_chunks
 from curate.errors import CurateError
@@ -389,13 +389,7 @@ class LineDedup(Stage):
     task_memory: str | None = param(None, TASK_MEMORY_HELP, metavar="SIZE", record=False)
 
     def __post_init__(self) -> None:
-        for name in ("priority", "normalize"):
-            value = getattr(self, name)
-            if isinstance(value, str):
-                setattr(self, name, [p.strip() for p in value.split(",") if p.strip()])
-        bad = [n for n in self.normalize if n not in NORMALIZATIONS]
-        if bad:
-            raise CurateError(f"unknown normalisation {bad[0]!r}; choose from {', '.join(NORMALIZATIONS)}")
+        check_priority_and_normalize(self)
         if self.unit not in UNITS:
             raise CurateError(f"--unit {self.unit!r}: choose line or paragraph")
         if self.approx and self.priority:

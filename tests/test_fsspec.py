@@ -142,13 +142,16 @@ def test_shard_writer_on_s3_appears_only_when_complete(s3):
 
 
 @pytest.mark.slow
-def test_sample_pipeline_on_s3_equals_local(s3, run, tmp_path):
+def test_sample_pipeline_on_s3_equals_local(s3, run, tmp_path, monkeypatch):
     """download pile -> clean -> langid -> filter -> dedup exact, fuzzy -> decontam -> tokenize, all on s3://.
 
     Every Parquet file (kept, rejected and the global stages' _work files) and the tokenized
     .bin/.idx are the same bytes as a local run with one worker. On S3, clean, dedup fuzzy and
-    decontam run two worker processes (each reaches S3 with the same AWS_* settings).
+    decontam run two worker processes (each reaches S3 with the same AWS_* settings). No work
+    file lands on the local disk under a mangled URL (``s3:/bucket/...`` relative to the current
+    directory, which an earlier dedup wrote and a commit once picked up).
     """
+    monkeypatch.chdir(tmp_path)
     s3.put(str(SAMPLE / "pile") + "/", f"{BUCKET}/sample/pile/", recursive=True)
     s3.put(str(EVAL), f"{BUCKET}/sample/eval/lambada_like.jsonl")
     chains = {}
@@ -178,6 +181,7 @@ def test_sample_pipeline_on_s3_equals_local(s3, run, tmp_path):
     for ext in (".bin", ".idx"):
         assert (got / "tok" / f"all{ext}").read_bytes() == (local / "tok" / f"all{ext}").read_bytes()
     assert not list((got / "tok").glob("all.work*"))  # the pieces are removed after the merge
+    assert not (tmp_path / "s3:").exists()
 
 
 def test_file_urls_are_local_paths(run, tmp_path):

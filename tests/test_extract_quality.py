@@ -173,8 +173,8 @@ def test_fast_falls_back_to_trafilatura_when_resiliparse_finds_nothing(monkeypat
 
     assert extract_plain_text(html, main_content=True, comments=False).strip() == ""
     calls = []
-    real = X.extract_trafilatura
-    monkeypatch.setattr(X, "extract_trafilatura", lambda h, *a: calls.append(h) or real(h, *a))
+    real = X._fallback
+    monkeypatch.setattr(X, "_fallback", lambda h, *a: calls.append(h) or real(h, *a))
     text = extract_fast(html)
     assert calls == [html]
     assert all(p in text for p in PARAS)
@@ -188,8 +188,8 @@ def test_fast_falls_back_when_resiliparse_keeps_only_a_small_part_of_the_paragra
         + f"</div><div class='x'><div class='y'><p>{aside}</p></div></div></body></html>"
     )  # fmt: skip
     calls = []
-    real = X.extract_trafilatura
-    monkeypatch.setattr(X, "extract_trafilatura", lambda h, *a: calls.append(h) or real(h, *a))
+    real = X._fallback
+    monkeypatch.setattr(X, "_fallback", lambda h, *a: calls.append(h) or real(h, *a))
     text = extract_fast(html)
     assert calls == [html]
     assert text.count(PARAS[3]) >= 1 and len(text) > 3 * len(aside)
@@ -205,20 +205,20 @@ def test_fast_is_linear_on_unclosed_paragraphs():
 
 
 def test_fast_does_not_call_trafilatura_on_a_normal_page(monkeypatch):
-    monkeypatch.setattr(X, "extract_trafilatura", lambda h, *a: pytest.fail("fallback on a page resiliparse handles"))
+    monkeypatch.setattr(X, "_fallback", lambda h, *a: pytest.fail("fallback on a page resiliparse handles"))
     assert PARAS[0] in extract_fast(news_page())
 
 
 def test_fast_retries_without_the_class_list_before_falling_back(monkeypatch):
     # a wrapper whose class happens to contain a furniture word must not lose the article
     html = "<html><body><div class='has-social-links'><article>" + "".join(f"<p>{p}</p>" for p in PARAS) + "</article></div></body></html>"
-    monkeypatch.setattr(X, "extract_trafilatura", lambda h, *a: "")
+    monkeypatch.setattr(X, "_fallback", lambda h, *a: "")
     assert all(p in extract_fast(html) for p in PARAS)
 
 
 def test_fast_short_page_keeps_the_longer_text(monkeypatch):
     html = "<html><body><p>Opening hours: nine to five.</p></body></html>"
-    monkeypatch.setattr(X, "extract_trafilatura", lambda h, *a: "")
+    monkeypatch.setattr(X, "_fallback", lambda h, *a: "")
     assert extract_fast(html) == "Opening hours: nine to five."
 
 

@@ -1,8 +1,7 @@
 """The ``fast`` extractor (the default): resiliparse's main content, a line-level boilerplate pass, trafilatura as fallback.
 
 Self-contained: the furniture rules, the pass (:func:`boilerplate_pass`) and the extractor
-(:func:`extract_fast`, issue 17) are all here; only the fallback, ``extract_trafilatura``,
-comes from :mod:`curate.stages.extract.extractors`. How it compares:
+(:func:`extract_fast`, issue 17) are all here; the fallback is trafilatura (``_fallback``). How it compares:
 docs/benchmarks/extract_quality.md.
 """
 
@@ -133,7 +132,7 @@ def _fast_lines(marked: str) -> list[tuple[str, str, float, str]]:
             open_kind = _KINDS.get(last.group(1), "h") if last else None
         else:
             open_kind = kind
-        text = unescape(_TAG.sub("", s)).strip()
+        text = unescape(_TAG.sub("", s) if "<" in s else s).strip()
         if not text:
             continue
         linked = sum(len(_TAG.sub("", x)) for x in _LINK.findall(s)) / len(text) if "<a" in s else 0.0
@@ -175,26 +174,27 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = 
     utility links); the short lines after a teaser heading ("Related", "Popular", ...); and
     everything after a comment or teaser heading that comes in the second half of the text;
     headings left with nothing after them. ``comments``: a comment heading does not end the article."""
-    long = [i for i, (k, t, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and len(t.split()) >= 10]
+    words = [len(t.split()) for _, t, *_ in lines]  # (once: the rules below read it up to four times a line)
+    long = [i for i, (k, _, lk, _) in enumerate(lines) if k != "h" and lk < 0.3 and words[i] >= 10]
     first, last = (next(i for i, (k, *_) in enumerate(lines) if k == "h" or i == long[0]), long[-1]) if long else (0, -1)
     # a list item or heading between the article's first and last lines of running text is part of
     # it, links or not (a list of films, of fixed bugs; a section title that links to its page);
     # elsewhere a line that is mostly link text is a menu
     linked_ok = [first < i < last and x[0] in ("li", "h") for i, x in enumerate(lines)]
     if long:
-        keep = [first <= i <= last or x[0] != "loose" or len(x[1].split()) > 8 for i, x in enumerate(lines)]
+        keep = [first <= i <= last or x[0] != "loose" or words[i] > 8 for i, x in enumerate(lines)]
         lines = [x for x, k in zip(lines, keep) if k]
         linked_ok = [x for x, k in zip(linked_ok, keep) if k]
-    total = sum(len(t.split()) for k, t, *_ in lines if k != "pre") or 1
+        words = [x for x, k in zip(words, keep) if k]
+    total = sum(n for (k, *_), n in zip(lines, words) if k != "pre") or 1
     kept: list[tuple[str, str, str]] = []  # (separator, text, kind)
     seen = 0
     skipping = False
-    for (kind, text, linked, sep), link_list in zip(lines, linked_ok):
+    for (kind, text, linked, sep), link_list, n in zip(lines, linked_ok, words):
         if kind == "pre":
             if not skipping:
                 kept.append((sep, text, kind))
             continue
-        n = len(text.split())
         seen += n
         if (kind == "h" or (n <= 12 and kind == "loose")) and linked < 0.6:
             head = text.strip(_TRIM)
@@ -217,8 +217,9 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = 
         if (linked >= 0.6 and not link_list) or _is_furniture(text):
             continue
         kept.append((sep, text, kind))
-    while kept and kept[-1][2] == "h":
-        kept.pop()  # a heading whose section was all furniture ("Stay informed", "Follow us")
+    if any(kind != "h" for *_, kind in kept):
+        while kept[-1][2] == "h":
+            kept.pop()  # a heading whose section was all furniture ("Stay informed", "Follow us")
     return kept[0][1] + "".join(sep + text for sep, text, _ in kept[1:]) if kept else ""
 
 
@@ -340,6 +341,12 @@ def remove_hidden(tree) -> bool:  # noqa: ANN001 - a resiliparse HTMLTree
     return bool(gone)
 
 
+def _fallback(html: str, comments: bool) -> str:
+    """trafilatura's main content with its defaults. (Not ``fast=True``, half the time: without its
+    own fallbacks it drops a wrapper classed ``hidden`` as resiliparse does, the case this is for.)"""
+    return extract_trafilatura(html, comments)
+
+
 @extractor("fast", help="resiliparse with a boilerplate pass and a trafilatura fallback; the best main-content F1 here", order=40,
            comments=True)  # fmt: skip
 def extract_fast(html: str, comments: bool = False) -> str:
@@ -351,10 +358,12 @@ def extract_fast(html: str, comments: bool = False) -> str:
        paragraphs, headings, list items and link text;
     2. a line-level boilerplate pass (``boilerplate_pass``): ads, share bars, cookie and
        newsletter boxes, bylines, dates, link lists, teaser and comment sections;
-    3. a result under 250 characters is extracted again without (1)'s class list, and if still
-       that short, by trafilatura, whichever gives more text;
+    3. a result under 250 characters is extracted again without (1)'s class list; if still that
+       short, and the whole page through (2) (resiliparse without main-content detection) holds
+       250 characters or more, by trafilatura (``_fallback``), whichever gives more text;
     4. a result with less than 20% of the text of the page's ``<p>`` elements is replaced by
        trafilatura's when that is over 1.5 times as long (resiliparse missed the article).
+    A page of headings only keeps them (the pass drops trailing headings only after other text).
     """
     from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
@@ -372,11 +381,21 @@ def extract_fast(html: str, comments: bool = False) -> str:
         if len(text) >= _FAST_MIN_CHARS:
             break
     else:
-        other = extract_trafilatura(html, comments)
+        # Too short. trafilatura (~20x the cost of the rest) only where the whole page, minus
+        # its furniture, holds more text than that: on a page of menus, a login box or keyword
+        # spam it finds only those (issue 26: 2 of 3 fallbacks on CommonCrawl-like pages).
+        marked = extract_plain_text(
+            tree, main_content=False, comments=comments, alt_texts=False, form_fields=False, noscript=False,
+            preserve_formatting="minimal_html", links=True,
+        )  # fmt: skip
+        whole = boilerplate_pass(_fast_lines(marked), comments)
+        if len(whole) < _FAST_MIN_CHARS:
+            return text
+        other = _fallback(html, comments)
         return other if len(other) > len(text) else text
     # (the first test is a cheap bound: the <p> text cannot be longer than the page)
     if len(text) < _FAST_MIN_P_SHARE * len(html) and len(text) < _FAST_MIN_P_SHARE * _p_chars(html):
-        other = extract_trafilatura(html, comments)
+        other = _fallback(html, comments)
         if len(other) > 1.5 * len(text):
             return other
     return text

@@ -36,7 +36,7 @@ def test_a_heading_closed_before_a_br_does_not_swallow_the_article(monkeypatch):
     assert "</h2><br>" in marked  # the trigger: the heading's line ends in <br>, not in </h2>
     kinds = [k for k, *_ in X._fast_lines(marked)]
     assert kinds == ["h"] + ["loose"] * len(PARAS)  # was: every run a heading, then all dropped as trailing headings
-    monkeypatch.setattr(X, "_fallback", lambda h, *a: pytest.fail("the article was lost: fallback"))
+    monkeypatch.setattr(X, "densest_text", lambda h, *a: pytest.fail("the article was lost: fallback"))
     text = extract_fast(html)
     assert text.startswith("Council votes to rebuild the bridge\n\n") and all(p in text for p in PARAS)
     assert "Home" not in text and "Archive" not in text
@@ -145,26 +145,40 @@ def test_a_page_with_a_long_head_keeps_its_article_and_a_cut_before_body_says_so
     assert stats["rejected"]["cut_before_body"]["docs"] == 1 and "rejected: cut_before_body 1" in stats["summary"][0]
 
 
-# --------------------------------------------------------------------------- (c2) when trafilatura runs
+# --------------------------------------------------------------------------- (c2) the fallback: the densest block
 
 
-def test_a_page_of_menus_and_a_login_box_does_not_go_to_trafilatura(monkeypatch):
-    """trafilatura costs ~20x the rest of ``fast``; on a page with nothing but furniture it finds only
-    the menus (2 of 3 fallbacks on CommonCrawl-like pages): the whole page is checked first."""
+def test_a_page_of_menus_and_a_login_box_does_not_fall_back(monkeypatch):
+    """On a page with nothing but furniture there is no article to find (2 of 3 fallbacks on
+    CommonCrawl-like pages were such pages): the whole page is checked first."""
     menu = "".join(f"<li><a href='/{w.lower()}'>{w}</a></li>" for w in ("Home", "Travel", "Music", "Movies", "Reviews", "About us"))
     html = (
         f"<html><body><ul class='nav'>{menu}</ul><h1>Log in</h1><form><label>Username</label><input name=u>"
         "<label>Password</label><input name=p type=password><a href='/forgot'>Forgot your password?</a></form></body></html>"
     )
-    monkeypatch.setattr(X, "_fallback", lambda h, *a: pytest.fail("trafilatura on a page of furniture"))
+    monkeypatch.setattr(X, "densest_text", lambda h, *a: pytest.fail("fallback on a page of furniture"))
     assert "Travel" not in extract_fast(html)
 
 
-def test_a_missed_article_still_goes_to_trafilatura(monkeypatch):
+def test_a_missed_article_still_falls_back(monkeypatch):
     html = "<html><body><div class='page hidden'>" + "".join(f"<p>{p}</p>" for p in PARAS) + "</div></body></html>"
     calls = []
-    monkeypatch.setattr(X, "_fallback", lambda h, *a: calls.append(h) or "\n\n".join(PARAS))
+    monkeypatch.setattr(X, "densest_text", lambda h, *a: calls.append(h) or "\n\n".join(PARAS))
     assert extract_fast(html) == "\n\n".join(PARAS) and len(calls) == 1
+
+
+def test_the_densest_block_is_the_article_with_its_sibling_boxes_and_not_the_sidebar():
+    from resiliparse.parse.html import HTMLTree
+
+    side = "".join(f"<p>Short teaser number {i} for another story</p>" for i in range(6))
+    html = (
+        f"<html><body><div class='hidden-wrap'><div class='col'><div class='part'>{''.join(f'<p>{p}</p>' for p in PARAS[:3])}</div>"
+        f"<div class='part'>{''.join(f'<p>{p}</p>' for p in PARAS[3:])}</div></div><aside><div>{side}</div></aside></div></body></html>"
+    )
+    text = X.densest_text(HTMLTree.parse(html))
+    assert all(p in text for p in PARAS)  # both halves of the article: the second box scores over a fifth of the first
+    assert "teaser" not in text
+    assert X.densest_text(HTMLTree.parse("<html><body><p>too short</p></body></html>")) == ""
 
 
 def test_a_page_of_headings_only_keeps_them():

@@ -1,8 +1,8 @@
-"""The ``fast`` extractor (the default): resiliparse's main content, a line-level boilerplate pass, trafilatura as fallback.
+"""The ``fast`` extractor (the default): resiliparse's main content, a line-level boilerplate pass, a densest-block fallback.
 
 Self-contained: the furniture rules, the pass (:func:`boilerplate_pass`) and the extractor
-(:func:`extract_fast`, issue 17) are all here; the fallback is trafilatura (``_fallback``). How it compares:
-docs/benchmarks/extract_quality.md.
+(:func:`extract_fast`, issue 17) and the fallback (:func:`densest_text`) are all here, on
+resiliparse alone. How it compares: docs/benchmarks/extract_quality.md.
 """
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ from __future__ import annotations
 import re
 
 from curate.registry import extractor
-from curate.stages.extract.extractors import extract_trafilatura
 
 #: Whole lines that are page furniture, never article text: matched case-insensitively against
 #: the whole line (its end punctuation trimmed). Each is a short fixed phrase, so a sentence of
@@ -223,8 +222,8 @@ def boilerplate_pass(lines: list[tuple[str, str, float, str]], comments: bool = 
     return kept[0][1] + "".join(sep + text for sep, text, _ in kept[1:]) if kept else ""
 
 
-#: A result shorter than this sends the page to trafilatura (resiliparse's main-content mode
-#: finds nothing on about 1% of real pages that trafilatura extracts)...
+#: A result shorter than this sends the page to the fallback (resiliparse's main-content mode
+#: finds nothing on about 1% of real pages that have an article)...
 _FAST_MIN_CHARS = 250
 #: ... and so does one with less than this share of the text of the page's <p> elements
 #: (resiliparse dropped the article, e.g. for a class name it takes for furniture).
@@ -341,13 +340,61 @@ def remove_hidden(tree) -> bool:  # noqa: ANN001 - a resiliparse HTMLTree
     return bool(gone)
 
 
-def _fallback(html: str, comments: bool) -> str:
-    """trafilatura's main content with its defaults. (Not ``fast=True``, half the time: without its
-    own fallbacks it drops a wrapper classed ``hidden`` as resiliparse does, the case this is for.)"""
-    return extract_trafilatura(html, comments)
+#: Paragraph-like elements whose text scores their parent (and half of it their grandparent), as Readability
+#: scores; a ``div`` scores itself with its own text (as Readability turns a div of inline content into a p).
+_SCORED = ("p, pre, td", "div")
+#: Shorter ones do not count (captions, labels, cells of a layout table).
+_SCORED_MIN_CHARS = 25
+#: Siblings of the best element that score at least this share of it join it (an article in several boxes).
+_SIBLING_SHARE = 0.2
 
 
-@extractor("fast", help="resiliparse with a boilerplate pass and a trafilatura fallback; the best main-content F1 here", order=40,
+def densest_text(tree, comments: bool = False) -> str:  # noqa: ANN001 - a resiliparse HTMLTree
+    """The text of the page's densest block, for when resiliparse's main-content mode missed the article.
+
+    Every ``<p>``, ``<pre>`` and ``<td>`` of 25 characters or more adds its length to its parent
+    and half of it to its grandparent, and a ``<div>``'s own text (not its children's) to itself
+    and its parent; the best-scoring element, with those of its siblings that
+    score a fifth of it or more, is extracted without main-content detection and put through
+    :func:`boilerplate_pass`. Readability's idea, in resiliparse's DOM: on the pages where ``fast``
+    falls back it matches trafilatura's token F1 (docs/benchmarks/extract_quality.md) at a fraction
+    of its cost, and needs no second parser."""
+    from resiliparse.extract.html2text import extract_plain_text
+    from resiliparse.parse.html import HTMLTree, NodeType
+
+    body = tree.body
+    if body is None:
+        return ""
+    score: dict = {}
+    for selector in _SCORED:  # the divs (a walk of every div's children) only when the paragraphs found too little
+        for el in body.query_selector_all(selector):
+            if el.tag == "div":  # its own text (runs between <br>s): the div holds it as a parent holds a <p>
+                n = sum(len(c.text.strip()) for c in el.child_nodes if c.type == NodeType.TEXT)
+                holder = el
+            else:
+                n = len(el.text.strip())
+                holder = el.parent
+            if n >= _SCORED_MIN_CHARS and holder is not None:
+                score[holder] = score.get(holder, 0) + n
+                if holder.parent is not None:
+                    score[holder.parent] = score.get(holder.parent, 0) + n / 2
+        if score and max(score.values()) >= _FAST_MIN_CHARS:
+            break
+    if not score:
+        return ""
+    best = max(score, key=score.__getitem__)
+    parts = [best]
+    if best.parent is not None:
+        parts = [c for c in best.parent.children if c == best or score.get(c, 0) >= _SIBLING_SHARE * score[best]]
+    block = HTMLTree.parse("<html><body>" + "".join(c.html for c in parts) + "</body></html>")
+    marked = extract_plain_text(
+        block, main_content=False, comments=comments, alt_texts=False, form_fields=False, noscript=False,
+        preserve_formatting="minimal_html", links=True,
+    )  # fmt: skip
+    return boilerplate_pass(_fast_lines(marked), comments)
+
+
+@extractor("fast", help="resiliparse with a boilerplate pass and a densest-block fallback; the best main-content F1 here", order=40,
            comments=True)  # fmt: skip
 def extract_fast(html: str, comments: bool = False) -> str:
     """Main content, slower than resiliparse alone and faster than trafilatura (the ``fast`` extractor, issue 17).
@@ -360,9 +407,12 @@ def extract_fast(html: str, comments: bool = False) -> str:
        newsletter boxes, bylines, dates, link lists, teaser and comment sections;
     3. a result under 250 characters is extracted again without (1)'s class list; if still that
        short, and the whole page through (2) (resiliparse without main-content detection) holds
-       250 characters or more, by trafilatura (``_fallback``), whichever gives more text;
+       250 characters or more, by the page's densest block (:func:`densest_text`), whichever
+       gives more text;
     4. a result with less than 20% of the text of the page's ``<p>`` elements is replaced by
-       trafilatura's when that is over 1.5 times as long (resiliparse missed the article).
+       the densest block's when that is over 1.5 times as long (resiliparse missed the article).
+    Until issue 26 the fallback was trafilatura: ~20x the cost of the rest, a second parser and
+    ~1.3 s of imports per process, for no better text on the pages that need it.
     A page of headings only keeps them (the pass drops trailing headings only after other text).
     """
     from resiliparse.extract.html2text import extract_plain_text
@@ -370,7 +420,7 @@ def extract_fast(html: str, comments: bool = False) -> str:
 
     tree = HTMLTree.parse(html)
     if remove_hidden(tree):
-        html = tree.document.html  # what the fallback and the <p> share see: the page without its hidden boxes
+        html = tree.document.html  # what the <p> share sees: the page without its hidden boxes
     text = ""
     for skip in (_SKIP_CSS, None):
         marked = extract_plain_text(
@@ -381,9 +431,9 @@ def extract_fast(html: str, comments: bool = False) -> str:
         if len(text) >= _FAST_MIN_CHARS:
             break
     else:
-        # Too short. trafilatura (~20x the cost of the rest) only where the whole page, minus
-        # its furniture, holds more text than that: on a page of menus, a login box or keyword
-        # spam it finds only those (issue 26: 2 of 3 fallbacks on CommonCrawl-like pages).
+        # Too short. The densest block only where the whole page, minus its furniture, holds
+        # more text than that: on a page of menus, a login box or keyword spam there is no
+        # article to find (issue 26: 2 of 3 fallbacks on CommonCrawl-like pages).
         marked = extract_plain_text(
             tree, main_content=False, comments=comments, alt_texts=False, form_fields=False, noscript=False,
             preserve_formatting="minimal_html", links=True,
@@ -391,11 +441,11 @@ def extract_fast(html: str, comments: bool = False) -> str:
         whole = boilerplate_pass(_fast_lines(marked), comments)
         if len(whole) < _FAST_MIN_CHARS:
             return text
-        other = _fallback(html, comments)
+        other = densest_text(tree, comments)
         return other if len(other) > len(text) else text
     # (the first test is a cheap bound: the <p> text cannot be longer than the page)
     if len(text) < _FAST_MIN_P_SHARE * len(html) and len(text) < _FAST_MIN_P_SHARE * _p_chars(html):
-        other = _fallback(html, comments)
+        other = densest_text(tree, comments)
         if len(other) > 1.5 * len(text):
             return other
     return text

@@ -4,7 +4,7 @@ What a user runs, stage by stage, each stage its own process, timed whole (start
 
 * curate, the real CLI (``.venv/bin/curate``), one subprocess per stage, ``--workers 1``::
 
-      curate extract  --in CORPUS --out R/extract --extractor resiliparse   (datatrove's extractor; curate's default is fast)
+      curate extract  --in CORPUS --out R/extract --extractor resiliparse   (datatrove's extractor; --curate-extractor fast: curate's default)
       curate langid   --in R/extract --out R/langid --keep en --min-score 0.65
       curate filter   --in R/langid  --out R/filter --config R/../filters_chain.yaml
       curate dedup fuzzy --in R/filter --out R/dedup --bands 9 --rows 13 --num-perm 117
@@ -259,11 +259,15 @@ def filter_config(path: Path) -> dict:
     return {"path": str(path), "rules": rules, "how": how, "text": text}
 
 
+#: curate's extractor in the chain (``--curate-extractor``): resiliparse, as datatrove's side, unless asked
+CURATE_EXTRACTOR = "resiliparse"
+
+
 def curate_commands(corpus: Path, run: Path, config: Path) -> list[tuple[str, list[str], Path]]:
     c = str(CURATE)
     w = ["--workers", "1"]
     return [
-        ("extract", [c, "extract", "--in", str(corpus), "--out", str(run / "extract"), "--extractor", "resiliparse", *w],
+        ("extract", [c, "extract", "--in", str(corpus), "--out", str(run / "extract"), "--extractor", CURATE_EXTRACTOR, *w],
          run / "extract"),
         ("langid", [c, "langid", "--in", str(run / "extract"), "--out", str(run / "langid"), "--keep", "en", "--min-score", "0.65", *w],
          run / "langid"),
@@ -802,6 +806,7 @@ def meta(args: argparse.Namespace, sides: list[str]) -> dict:
         "datatrove_versions": versions_peer() if "datatrove" in sides else None,
         "repeat": args.repeat,
         "sides": sides,
+        "curate_extractor": CURATE_EXTRACTOR,
     }
 
 
@@ -834,10 +839,15 @@ def render(res: dict, args: argparse.Namespace) -> tuple[str, str, str, str]:
             )
         return "chain_scale", "The whole chain at 10k to 1M pages: throughput and memory per stage", note, body
     cfg = (res.get("filter_config") or {}).get("how", "")
+    ex = m.get("curate_extractor", "resiliparse")
+    extraction = (
+        "resiliparse main-content extraction"
+        if ex == "resiliparse"
+        else (f"main-content extraction (curate: `--extractor {ex}`, its default; datatrove: resiliparse)")
+    )
     note = (f"{measured(m, args)}One worker per stage, each stage a "
             f"whole process (start-up included), runs alternating curate and datatrove, best of {m['repeat']} round(s) per side. "
-            f"Corpus: {corpus_line(res['corpus'])}. Versions: {vers}. The chain on both sides: resiliparse main-content "
-            f"extraction, fastText lid.176 English >= 0.65, Gopher repetition and quality, C4 without the terminal-punctuation "
+            f"Corpus: {corpus_line(res['corpus'])}. Versions: {vers}. The chain on both sides: {extraction}, fastText lid.176 English >= 0.65, Gopher repetition and quality, C4 without the terminal-punctuation "
             f"line rule, FineWeb (datatrove's definitions; curate: filter config {cfg}), MinHash 5-grams 9 bands x 13 rows, "
             "GPT-2 tokens (curate: Megatron .bin/.idx; datatrove: its own .ds format, unshuffled). Commands and datatrove's "
             "pipeline: the docstrings of benchmarks/bench_chain.py and benchmarks/bench_chain_datatrove.py.")  # fmt: skip
@@ -854,6 +864,8 @@ def render(res: dict, args: argparse.Namespace) -> tuple[str, str, str, str]:
         body += "\n" + projection(res["best"]["curate"], res["corpus"], args, slope, src)
     pages = res["corpus"].get("pages") or 0
     name = "chain" if pages in (0, 10_000) or pages < 10_000 else f"chain_{pages // 1000}k"  # 10k: the published table
+    if ex != "resiliparse":
+        name += f"_{ex}"  # its own table: chain.md stays the same-extractor comparison
     return name, f"The whole chain, WARC to tokens: curate against datatrove{'' if name == 'chain' else f' at {pages:,} pages'}", note, body
 
 
@@ -871,6 +883,9 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--corpus", type=Path, help="use this WARC corpus (a directory) instead of building one")
     ap.add_argument("--repeat", type=int, default=None, help="rounds per side, alternating; the best is reported (default 2; --scale: 1)")
     ap.add_argument("--only", choices=["curate", "datatrove"], help="run one side only")
+    ap.add_argument("--curate-extractor", default="resiliparse",
+                    help="curate's --extractor (default resiliparse, datatrove's; e.g. fast, curate's default: "
+                         "then the table is docs/benchmarks/chain_fast.md)")  # fmt: skip
     ap.add_argument("--scale", metavar="N,N,...", help="run the chain at each corpus size (e.g. 10000,100000,1000000)")
     ap.add_argument("--work", type=Path, default=DEFAULT_WORK, help=f"corpora, runs and results (default {DEFAULT_WORK.relative_to(ROOT)})")
     ap.add_argument("--corpus-workers", type=int, default=os.cpu_count() or 1, help="processes building a corpus (default: all cores)")
@@ -891,6 +906,8 @@ def main(argv: list[str] | None = None) -> None:
     tables.add_write_option(ap)
     args = ap.parse_args(argv)
     args.work = args.work.resolve()
+    global CURATE_EXTRACTOR
+    CURATE_EXTRACTOR = args.curate_extractor
 
     if args.from_results:
         res = json.loads(args.from_results.read_text())
@@ -940,7 +957,7 @@ def main(argv: list[str] | None = None) -> None:
         info = corpus_info(corpus)
         disk_check(args.work, [("stage outputs", int(info["warc_bytes"] * OUTPUT_PER_WARC_BYTE * len(sides) * 2))])
         say(f"chain: {corpus_line(info)}")
-        label = str(info["pages"] or corpus.name)
+        label = str(info["pages"] or corpus.name) + ("" if CURATE_EXTRACTOR == "resiliparse" else f"-{CURATE_EXTRACTOR}")
         res = {"mode": "chain", "meta": meta(args, sides), "corpus": info, **run_rounds(corpus, args.work, label, sides, args.repeat, env)}
         out = args.work / f"results-{label}{'-' + args.only if args.only else ''}.json"
         out.write_text(json.dumps(res, indent=1))

@@ -417,3 +417,22 @@ def test_quantized_folds_are_small_score_through_the_kernel_and_keep_the_auc(cor
     out = tmp_path / "scored"
     cli_run("quality", "score", "--in", corpus["cc"], "--out", out, "--model", tmp_path / "q", "--workers", "1")
     assert read_success(out)["params"]["folds"] == 2 and pd.read_parquet(out)["quality_score"].notna().all()
+
+
+def test_default_fold_models_are_tens_of_mb_at_the_old_defaults_auc(corpus, tmp_path):
+    """The defaults (--bucket 100000 --dim 32) write dense fold models of (words + bucket) x dim float32, a tenth of the
+    former 1M x 64's, and their out-of-fold AUC on the sample is not below the former default's by more than 0.005."""
+    args = ["quality", "train", "--pos", corpus["pile"], "--pos-sources", POS_SOURCES, "--neg", corpus["cc"], "--neg-sources", "cc/*",
+            "--folds", "2", "--epoch", "15", "--lr", "0.5", "--threads", "1", "--seed", "3"]  # fmt: skip
+    cli_run(*args, "--out", tmp_path / "new")
+    cli_run(*args, "--bucket", "1000000", "--dim", "64", "--out", tmp_path / "old")
+    new, old = read_success(tmp_path / "new"), read_success(tmp_path / "old")
+    assert (new["config"]["bucket"], new["config"]["dim"], new["config"]["quantize"]) == (100_000, 32, False)
+    for m in new["models"]:
+        info = read_model_info(tmp_path / "new" / m)
+        matrix = (info.nwords + 100_000) * 32 * 4  # the input matrix, float32
+        assert not info.quantized and info.dim == 32 and matrix <= info.size < matrix + 4_000_000  # + vocabulary, output, header
+        assert info.size < 40e6, info.size
+    old_sizes = [(tmp_path / "old" / m).stat().st_size for m in old["models"]]
+    assert min(old_sizes) > 250e6 and new["model_bytes"] * 8 < old["model_bytes"]
+    assert new["valid"]["roc_auc"] >= old["valid"]["roc_auc"] - 0.005, (new["valid"], old["valid"])

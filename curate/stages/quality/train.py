@@ -157,9 +157,9 @@ class TrainConfig:
     epoch: int = 5
     lr: float = 0.1
     word_ngrams: int = 2
-    dim: int = 64
+    dim: int = 32
     min_count: int = 1
-    bucket: int = 1_000_000
+    bucket: int = 100_000
     max_docs_per_class: int = 100_000
     valid_fraction: float = 0.1
     seed: int = 0
@@ -404,9 +404,13 @@ class QualityTrain(Stage):
     epoch: int = param(5, "fastText epochs.", min=1)
     lr: float = param(0.1, "fastText learning rate.", min=0.0, min_open=True)
     word_ngrams: int = param(2, "Word n-grams (2: words and bigrams).", min=1)
-    dim: int = param(64, "Embedding dimension.", min=1)
+    dim: int = param(32, "Embedding dimension: the model holds (words + bucket) x dim float32. 32 (and --bucket 100000) "
+                     "scored the same out-of-fold AUC as 64 (and 1M) within seed noise on the sample and on a 12,000-document "
+                     "set (docs/benchmarks/quality_train.md).", min=1)  # fmt: skip
     min_count: int = param(1, "Drop words seen fewer times.", min=1)
-    bucket: int = param(1_000_000, "Hash buckets for n-grams; the model holds (words + bucket) x dim floats (1M x 64: 256 MB).", min=0)
+    bucket: int = param(100_000, "Hash buckets for the word bigrams; the model holds (words + bucket) x dim float32: 100k x 32 "
+                        "is 12.8 MB a fold plus 128 bytes a word (1M x 64, the former default: 256 MB plus 256 bytes a word, "
+                        "at no better AUC).", min=0)  # fmt: skip
     max_docs_per_class: int = param(100_000, "Sample at most N documents per class (by a hash of id and --seed); "
                                     "the larger class is cut to the smaller.", min=1)  # fmt: skip
     valid_fraction: float = param(0.1, "Fraction held out for evaluation (by a hash of id and --seed).", min=0.0, max=1.0, max_open=True)

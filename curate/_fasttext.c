@@ -1,4 +1,4 @@
-/* fastText supervised prediction (top-1 label and its probability) for a batch of texts.
+/* fastText supervised prediction (top-1 label and its probability, or one label's probability) for a batch of texts.
  *
  * The compiled twin of fastText 0.9.2's FastText::predictLine for the models curate loads
  * (curate.fasttext parses the file and checks that it is one of them): each
@@ -6,12 +6,18 @@
  * the vocabulary, its character n-grams are hashed (FNV-1a over the UTF-8 bytes, each byte
  * sign-extended as fastText does), pruned and bucketed, word n-gram hashes are added, and
  * the hidden vector is the float32 sum of the rows in fastText's order, times 1/count. The
- * output layer is a hierarchical softmax searched depth first with fastText's pruning, or
- * a softmax. Same operations in the same order in float32, so the results are fastText's.
- * It is ~10x faster on character n-gram models because nothing is allocated per token; on word-bigram models
- * (DCLM's) the random reads of input rows dominate, and the rows of a line are summed from a queue with the next
- * ones prefetched (same order, same sums). It also gives one label's probability as predict(k=-1) reports it
- * (softmax, one-vs-all with fastText's sigmoid table, hierarchical softmax along the label's path). Needs only Python.h.
+ * output layer is a hierarchical softmax searched depth first with fastText's pruning, a
+ * softmax, or one-vs-all with fastText's sigmoid table. Same operations in the same order in
+ * float32, so the results are fastText's bit for bit.
+ *
+ * Where the time goes (callgrind, a word-bigram model of 100 MB): the input rows, read at random
+ * from a matrix larger than the caches. Each row's index is known as soon as its token (or
+ * n-gram) is read, so it is prefetched then and summed WINDOW rows later (a ring: the same
+ * order, the same sums), while the next tokens are read; the vocabulary is an open-addressing
+ * table of {hash, id, offset, length} so a token costs one table slot and one compare of its
+ * bytes; the additions are compiled for AVX2 too where the CPU has it (element-wise float32
+ * additions: the same results as SSE2). One batch loop serves both entry points.
+ * Needs only Python.h.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
@@ -20,6 +26,22 @@
 #include <string.h>
 
 enum { LOSS_SOFTMAX = 0, LOSS_HS = 1, LOSS_OVA = 2 };
+
+#if defined(__GNUC__)
+#define ALWAYS_INLINE inline __attribute__((always_inline))
+#else
+#define ALWAYS_INLINE inline
+#endif
+#if defined(__GNUC__) && (defined(__x86_64__) || defined(__i386__))
+#define HAVE_AVX2_CLONE 1
+#endif
+
+/* one vocabulary slot: fastText's hash of the word, its entry id (-1: empty), where its bytes are */
+typedef struct {
+    uint32_t hash;
+    int32_t id;
+    uint32_t off, len;
+} Slot;
 
 typedef struct {
     int32_t dim, minn, maxn, word_ngrams, bucket, nwords, loss, osz; /* loss: LOSS_SOFTMAX, LOSS_HS or LOSS_OVA */
@@ -34,16 +56,16 @@ typedef struct {
     const float *output; /* osz (softmax) or osz - 1 (hierarchical softmax) rows of dim floats */
     const int32_t *left, *right; /* the Huffman tree (hierarchical softmax): 2 * osz - 1 nodes */
     const int32_t *prune_map;    /* bucket -> row offset after the words, or -1 */
-    /* the vocabulary: open addressing by fastText's hash; slot -> entry id or -1 */
-    const int32_t *slots;
-    int64_t nslots;
+    const Slot *slots;           /* the vocabulary: open addressing by fastText's hash, a power of two of slots */
+    uint64_t slot_mask;
     const uint8_t *vocab_bytes;
-    const int64_t *vocab_offsets;
-    const int8_t *vocab_types; /* 0 word, 1 label */
     int32_t eos_id;
     const uint8_t *label_prefix;
     Py_ssize_t label_prefix_len;
 } Model;
+
+static const uint8_t SEPARATOR[256] = {[' '] = 1, ['\n'] = 1, ['\r'] = 1, ['\t'] = 1, ['\v'] = 1, ['\f'] = 1, [0] = 1};
+#define FNV_BASIS 2166136261u
 
 static inline uint32_t ft_hash(const uint8_t *s, Py_ssize_t n, uint32_t h) {
     for (Py_ssize_t i = 0; i < n; i++) {
@@ -53,19 +75,40 @@ static inline uint32_t ft_hash(const uint8_t *s, Py_ssize_t n, uint32_t h) {
     return h;
 }
 
-static int32_t vocab_id(const Model *m, const uint8_t *w, Py_ssize_t n, uint32_t h) {
-    int64_t slot = (int64_t)(h % (uint64_t)m->nslots);
-    for (;;) {
-        int32_t id = m->slots[slot];
-        if (id < 0) return -1;
-        int64_t a = m->vocab_offsets[id], b = m->vocab_offsets[id + 1];
-        if (b - a == n && memcmp(m->vocab_bytes + a, w, n) == 0) return id;
-        slot = (slot + 1) % m->nslots;
+static inline int32_t vocab_id(const Model *m, const uint8_t *w, Py_ssize_t n, uint32_t h) {
+    for (uint64_t s = h & m->slot_mask;; s = (s + 1) & m->slot_mask) {
+        const Slot *e = &m->slots[s];
+        if (e->id < 0) return -1;
+        if (e->hash == h && (Py_ssize_t)e->len == n && memcmp(m->vocab_bytes + e->off, w, n) == 0) return e->id;
     }
 }
 
-static inline void sum_row(const Model *m, float *hidden, int64_t row) {
+/* The rows of a line, summed in fastText's order (so the float32 sums are fastText's): each row is prefetched when its index is
+ * known and added WINDOW rows later. The input matrix is read at random rows, and the loads, not the additions, take the time. */
+#ifndef WINDOW
+#define WINDOW 16
+#endif
+typedef struct {
+    float *hidden;
+    uint64_t n;
+    int64_t rows[WINDOW];
+} Window;
+
+static ALWAYS_INLINE void prefetch_row(const Model *m, int64_t row) {
+    uintptr_t a, e;
     if (m->quant) {
+        a = (uintptr_t)(m->codes + (int64_t)m->nsubq * row);
+        e = a + (uintptr_t)m->nsubq - 1;
+        __builtin_prefetch(m->norms + row);
+    } else {
+        a = (uintptr_t)(m->input + row * m->dim);
+        e = a + (uintptr_t)m->dim * sizeof(float) - 1;
+    }
+    for (a &= ~(uintptr_t)63; a <= e; a += 64) __builtin_prefetch((const void *)a);
+}
+
+static ALWAYS_INLINE void sum_row(const Model *m, float *restrict hidden, int64_t row) {
+    if (m->quant) { /* fastText's ProductQuantizer::addcode with alpha = the row's norm */
         const uint8_t *code = m->codes + (int64_t)m->nsubq * row;
         float norm = m->norms[row];
         for (int32_t q = 0; q < m->nsubq; q++) {
@@ -75,53 +118,39 @@ static inline void sum_row(const Model *m, float *hidden, int64_t row) {
             for (int32_t k = 0; k < d; k++) hidden[q * m->dsub + k] += norm * c[k];
         }
     } else {
-        const float *r = m->input + row * m->dim;
+        const float *restrict r = m->input + row * m->dim;
         for (int32_t k = 0; k < m->dim; k++) hidden[k] += r[k];
     }
 }
 
-/* The rows of one line are queued and summed in the same order (so the float32 sums are fastText's), a few ahead prefetched:
- * the input matrix is read at random rows, and the loads, not the additions, are what takes the time. */
-#define QUEUE 256
-#define AHEAD 8
-typedef struct {
-    float *hidden;
-    int64_t rows[QUEUE];
-    int n;
-} Acc;
-
-static void flush_rows(const Model *m, Acc *acc) {
-    for (int i = 0; i < acc->n; i++) {
-        if (i + AHEAD < acc->n && !m->quant) {
-            const float *r = m->input + acc->rows[i + AHEAD] * m->dim;
-            for (int32_t k = 0; k < m->dim; k += 16) __builtin_prefetch(r + k);
-        }
-        sum_row(m, acc->hidden, acc->rows[i]);
-    }
-    acc->n = 0;
+static ALWAYS_INLINE void add_row(const Model *m, Window *w, int64_t row) {
+    prefetch_row(m, row);
+    int64_t *slot = &w->rows[w->n % WINDOW];
+    if (w->n >= WINDOW) sum_row(m, w->hidden, *slot);
+    *slot = row;
+    w->n++;
 }
 
-static inline void add_row(const Model *m, Acc *acc, int64_t row) {
-    acc->rows[acc->n++] = row;
-    if (acc->n == QUEUE) flush_rows(m, acc);
+static ALWAYS_INLINE void drain(const Model *m, Window *w) {
+    for (uint64_t i = w->n > WINDOW ? w->n - WINDOW : 0; i < w->n; i++) sum_row(m, w->hidden, w->rows[i % WINDOW]);
 }
 
-static inline void push_bucket(const Model *m, Acc *hidden, int64_t *count, int32_t h) {
+static ALWAYS_INLINE void push_bucket(const Model *m, Window *w, int64_t *count, int32_t h) {
     if (m->prune_size == 0 || h < 0) return;
     int64_t id = h;
     if (m->prune_size > 0) {
         id = m->prune_map[h];
         if (id < 0) return;
     }
-    add_row(m, hidden, m->nwords + id);
+    add_row(m, w, m->nwords + id);
     (*count)++;
 }
 
-/* fastText's computeSubwords over "<" + token + ">" (bytes in buf[0:n]) */
-static void add_subwords(const Model *m, Acc *hidden, int64_t *count, const uint8_t *w, Py_ssize_t n) {
+/* fastText's computeSubwords over "<" + token + ">" (bytes in w[0:n]) */
+static ALWAYS_INLINE void add_subwords(const Model *m, Window *win, int64_t *count, const uint8_t *w, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if ((w[i] & 0xC0) == 0x80) continue;
-        uint32_t h = 2166136261u;
+        uint32_t h = FNV_BASIS;
         Py_ssize_t j = i;
         for (int32_t len = 1; j < n && len <= m->maxn; len++) {
             h = ft_hash(w + j, 1, h);
@@ -130,12 +159,77 @@ static void add_subwords(const Model *m, Acc *hidden, int64_t *count, const uint
                 h = ft_hash(w + j, 1, h);
                 j++;
             }
-            if (len >= m->minn && !(len == 1 && (i == 0 || j == n))) push_bucket(m, hidden, count, (int32_t)(h % (uint32_t)m->bucket));
+            if (len >= m->minn && !(len == 1 && (i == 0 || j == n))) push_bucket(m, win, count, (int32_t)(h % (uint32_t)m->bucket));
         }
     }
 }
 
-static inline int is_space(uint8_t c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t' || c == '\v' || c == '\f' || c == '\0'; }
+/* fastText's getLine + computeHidden: the hidden vector of one line (averaged); returns how many rows were summed (0: none).
+ * buf: room for the longest token + 2; hashes: for every token of the line. */
+static ALWAYS_INLINE int64_t compute_hidden(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes,
+                                            float *out) {
+    int64_t count = 0, nhash = 0;
+    memset(out, 0, m->dim * sizeof(float));
+    Window win;
+    win.hidden = out;
+    win.n = 0;
+    Py_ssize_t pos = 0;
+    for (;;) {
+        /* readWord: skip separators; a newline alone is the end-of-sentence token; the end of the text ends the line */
+        while (pos < len && SEPARATOR[text[pos]] && text[pos] != '\n') pos++;
+        if (pos >= len) break;
+        const uint8_t *w;
+        Py_ssize_t wn;
+        uint32_t h;
+        int eos = text[pos] == '\n';
+        if (eos) {
+            pos++;
+            w = (const uint8_t *)"</s>";
+            wn = 4;
+            h = ft_hash(w, 4, FNV_BASIS);
+        } else { /* the token's bytes, hashed as they are read; the separator after it stays for the next call */
+            Py_ssize_t start = pos;
+            h = FNV_BASIS;
+            do {
+                h ^= (uint32_t)(int8_t)text[pos];
+                h *= 16777619u;
+                pos++;
+            } while (pos < len && !SEPARATOR[text[pos]]);
+            w = text + start;
+            wn = pos - start;
+        }
+        int32_t wid = vocab_id(m, w, wn, h);
+        /* entries are words first, then labels; an unknown token is a label when it starts with the label prefix */
+        int label = wid >= 0 ? wid >= m->nwords : wn >= m->label_prefix_len && memcmp(w, m->label_prefix, m->label_prefix_len) == 0;
+        if (!label) {
+            if (wid >= 0) {
+                add_row(m, &win, wid);
+                count++;
+            }
+            if (m->maxn > 0 && wid != m->eos_id) { /* the end-of-sentence token has no subwords (and is always known) */
+                buf[0] = '<';
+                memcpy(buf + 1, w, wn);
+                buf[wn + 1] = '>';
+                add_subwords(m, &win, &count, buf, wn + 2);
+            }
+            hashes[nhash++] = (int32_t)h; /* fastText keeps word hashes as int32 */
+        }
+        if (eos || (wn == 4 && memcmp(w, "</s>", 4) == 0)) break; /* getLine stops at the end-of-sentence token */
+    }
+    /* word n-grams (fastText's addWordNgrams) */
+    for (int64_t i = 0; i < nhash && m->word_ngrams > 1; i++) {
+        uint64_t h = (uint64_t)(int64_t)hashes[i]; /* sign-extended, as fastText's int32 -> uint64 */
+        for (int64_t j = i + 1; j < nhash && j < i + m->word_ngrams; j++) {
+            h = h * 116049371ULL + (uint64_t)(int64_t)hashes[j];
+            push_bucket(m, &win, &count, (int32_t)(h % (uint64_t)m->bucket));
+        }
+    }
+    drain(m, &win);
+    if (count == 0) return 0;
+    float a = (float)(1.0 / (double)count);
+    for (int32_t k = 0; k < m->dim; k++) out[k] *= a;
+    return count;
+}
 
 typedef struct {
     float score;
@@ -144,6 +238,15 @@ typedef struct {
 } Best;
 
 static inline float std_log(float x) { return (float)log((double)x + 1e-5); }
+
+static inline float dot_row(const Model *m, int64_t row, const float *hidden) {
+    const float *r = m->output + row * m->dim;
+    float d = 0.0f;
+    for (int32_t k = 0; k < m->dim; k++) d += r[k] * hidden[k];
+    return d;
+}
+
+static inline float sigmoid(float x) { return (float)(1. / (1 + expf(-x))); }
 
 static void dfs(const Model *m, int32_t node, float score, Best *best, const float *hidden) {
     if (score < std_log(0.0f)) return;
@@ -155,104 +258,10 @@ static void dfs(const Model *m, int32_t node, float score, Best *best, const flo
         best->have = 1;
         return;
     }
-    const float *row = m->output + (int64_t)(node - m->osz) * m->dim;
-    float f = 0.0f;
-    for (int32_t k = 0; k < m->dim; k++) f += row[k] * hidden[k];
-    f = (float)(1. / (1 + expf(-f)));
+    float f = sigmoid(dot_row(m, node - m->osz, hidden));
     dfs(m, m->left[node], score + std_log(1.0f - f), best, hidden);
     dfs(m, m->right[node], score + std_log(f), best, hidden);
 }
-
-/* fastText's getLine + computeHidden: the hidden vector of one line (averaged); returns how many rows were summed (0: none) */
-static int64_t compute_hidden(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *out) {
-    int64_t count = 0, nhash = 0;
-    memset(out, 0, m->dim * sizeof(float));
-    Acc acc_, *hidden = &acc_;
-    acc_.hidden = out;
-    acc_.n = 0;
-    Py_ssize_t pos = 0;
-    int done = 0;
-    while (!done) {
-        /* readWord: skip separators; a newline alone is the end-of-sentence token; the end of the text ends the line */
-        Py_ssize_t start = -1, end = -1;
-        int eos = 0;
-        while (pos < len) {
-            uint8_t c = text[pos];
-            if (is_space(c)) {
-                if (start < 0) {
-                    pos++;
-                    if (c == '\n') {
-                        eos = 1;
-                        break;
-                    }
-                    continue;
-                }
-                break; /* the separator stays for the next call (a newline becomes the next token) */
-            }
-            if (start < 0) start = pos;
-            pos++;
-            end = pos;
-        }
-        const uint8_t *w;
-        Py_ssize_t wn;
-        if (eos) {
-            w = (const uint8_t *)"</s>";
-            wn = 4;
-        } else if (start >= 0) {
-            w = text + start;
-            wn = end - start;
-        } else {
-            break; /* the text ended */
-        }
-        uint32_t h = ft_hash(w, wn, 2166136261u);
-        int32_t wid = vocab_id(m, w, wn, h);
-        int type = wid >= 0 ? m->vocab_types[wid]
-                            : (wn >= m->label_prefix_len && memcmp(w, m->label_prefix, m->label_prefix_len) == 0 ? 1 : 0);
-        if (type == 0) {
-            if (wid < 0) {
-                if (!eos) {
-                    buf[0] = '<';
-                    memcpy(buf + 1, w, wn);
-                    buf[wn + 1] = '>';
-                    add_subwords(m, hidden, &count, buf, wn + 2);
-                }
-            } else {
-                add_row(m, hidden, wid);
-                count++;
-                if (m->maxn > 0 && wid != m->eos_id) {
-                    buf[0] = '<';
-                    memcpy(buf + 1, w, wn);
-                    buf[wn + 1] = '>';
-                    add_subwords(m, hidden, &count, buf, wn + 2);
-                }
-            }
-            hashes[nhash++] = (int32_t)h; /* fastText keeps word hashes as int32 */
-        }
-        if (eos || (wn == 4 && memcmp(w, "</s>", 4) == 0)) done = 1; /* getLine stops at the end-of-sentence token */
-    }
-    /* word n-grams (fastText's addWordNgrams) */
-    for (int64_t i = 0; i < nhash && m->word_ngrams > 1; i++) {
-        uint64_t h = (uint64_t)(int64_t)hashes[i]; /* sign-extended, as fastText's int32 -> uint64 */
-        for (int64_t j = i + 1; j < nhash && j < i + m->word_ngrams; j++) {
-            h = h * 116049371ULL + (uint64_t)(int64_t)hashes[j];
-            push_bucket(m, hidden, &count, (int32_t)(h % (uint64_t)m->bucket));
-        }
-    }
-    flush_rows(m, hidden);
-    if (count == 0) return 0;
-    float a = (float)(1.0 / (double)count);
-    for (int32_t k = 0; k < m->dim; k++) out[k] *= a;
-    return count;
-}
-
-static inline float dot_row(const Model *m, int64_t row, const float *hidden) {
-    const float *r = m->output + row * m->dim;
-    float d = 0.0f;
-    for (int32_t k = 0; k < m->dim; k++) d += r[k] * hidden[k];
-    return d;
-}
-
-static inline float sigmoid(float x) { return (float)(1. / (1 + expf(-x))); }
 
 /* fastText's Loss::sigmoid: the one-vs-all output reads a table of 513 values over [-8, 8] (MAX_SIGMOID, SIGMOID_TABLE_SIZE) */
 #define MAX_SIGMOID 8
@@ -291,11 +300,10 @@ static void flat_output(const Model *m, const float *hidden, float *scratch) {
     for (int32_t i = 0; i < m->osz; i++) scratch[i] /= z;
 }
 
-static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
-                       float *scratch, int32_t *label, float *prob) {
+/* top-1: the label (-1: none, as fastText predicts nothing for an empty line) and its probability */
+static void top1(const Model *m, const float *hidden, float *scratch, int32_t *label, float *prob) {
     *label = -1;
     *prob = 0.0f;
-    if (compute_hidden(m, text, len, buf, hashes, hidden) == 0) return 0; /* fastText predicts nothing for an empty line */
     if (m->loss == LOSS_HS) {
         Best best = {0.0f, -1, 0};
         dfs(m, 2 * m->osz - 2, 0.0f, &best, hidden);
@@ -303,26 +311,23 @@ static int predict_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint
             *label = best.node;
             *prob = expf(best.score);
         }
-    } else {
-        flat_output(m, hidden, scratch);
-        float best = 0.0f;
-        for (int32_t i = 0; i < m->osz; i++) {
-            float s = std_log(scratch[i]);
-            if (*label < 0 || !(s < best)) { /* k = 1: an equal score replaces the best (std::push_heap / pop_heap) */
-                best = s;
-                *label = i;
-            }
-        }
-        *prob = expf(best);
+        return;
     }
-    return 0;
+    flat_output(m, hidden, scratch);
+    float best = 0.0f;
+    for (int32_t i = 0; i < m->osz; i++) {
+        float s = std_log(scratch[i]);
+        if (*label < 0 || !(s < best)) { /* k = 1: an equal score replaces the best (std::push_heap / pop_heap) */
+            best = s;
+            *label = i;
+        }
+    }
+    *prob = expf(best);
 }
 
 /* The probability fastText's predict(k=-1, threshold=0) reports for one label: exp(log(p + 1e-5)) as it computes it; 0 when its
- * search prunes the label (hierarchical softmax), NaN when it predicts nothing. path: the label's nodes, root first (depth nodes). */
-static float label_prob_one(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes, float *hidden,
-                            float *scratch, int32_t label, const int32_t *path, int32_t depth) {
-    if (compute_hidden(m, text, len, buf, hashes, hidden) == 0) return NAN;
+ * search prunes the label (hierarchical softmax). path: the label's nodes, root first (depth nodes). */
+static float label_prob(const Model *m, const float *hidden, float *scratch, int32_t label, const int32_t *path, int32_t depth) {
     if (m->loss != LOSS_HS) {
         flat_output(m, hidden, scratch);
         return expf(std_log(scratch[label]));
@@ -337,6 +342,34 @@ static float label_prob_one(const Model *m, const uint8_t *text, Py_ssize_t len,
     return score < floor ? 0.0f : expf(score);
 }
 
+/* One batch: texts[off[i]:off[i+1]]; top-1 into labels and probs, or (labels NULL) one label's probability into probs. */
+typedef struct {
+    const uint8_t *text;
+    const int64_t *off;
+    Py_ssize_t n;
+    int32_t *labels;
+    float *probs;
+    int32_t label, depth;
+    const int32_t *path;
+    uint8_t *buf;
+    int32_t *hashes;
+    float *hidden, *scratch;
+} Job;
+
+static ALWAYS_INLINE void run_impl(const Model *m, const Job *j) {
+    for (Py_ssize_t i = 0; i < j->n; i++) {
+        int empty = compute_hidden(m, j->text + j->off[i], j->off[i + 1] - j->off[i], j->buf, j->hashes, j->hidden) == 0;
+        if (j->labels == NULL) j->probs[i] = empty ? NAN : label_prob(m, j->hidden, j->scratch, j->label, j->path, j->depth);
+        else if (empty) j->labels[i] = -1, j->probs[i] = 0.0f;
+        else top1(m, j->hidden, j->scratch, j->labels + i, j->probs + i);
+    }
+}
+
+static void run_generic(const Model *m, const Job *j) { run_impl(m, j); }
+#ifdef HAVE_AVX2_CLONE
+__attribute__((target("avx2"))) static void run_avx2(const Model *m, const Job *j) { run_impl(m, j); }
+#endif
+
 static int get_buf(PyObject *obj, Py_buffer *b, const char *what) {
     if (PyObject_GetBuffer(obj, b, PyBUF_C_CONTIGUOUS) < 0) {
         PyErr_Format(PyExc_TypeError, "%s: a contiguous buffer is needed", what);
@@ -345,10 +378,11 @@ static int get_buf(PyObject *obj, Py_buffer *b, const char *what) {
     return 0;
 }
 
+#define NFIELDS 27
 /* The model tuple (curate.fasttext.ModelFile.kernel) into m; its buffers into bufs (nb of them held: release them). */
 static int parse_model(PyObject *o_model, Model *m, Py_buffer *bufs, int *nb) {
-    if (PyTuple_GET_SIZE(o_model) != 29) {
-        PyErr_SetString(PyExc_ValueError, "model: 29 fields expected");
+    if (PyTuple_GET_SIZE(o_model) != NFIELDS) {
+        PyErr_SetString(PyExc_ValueError, "model: 27 fields expected");
         return -1;
     }
     long long ints[16];
@@ -371,15 +405,15 @@ static int parse_model(PyObject *o_model, Model *m, Py_buffer *bufs, int *nb) {
     m->quant = (int)ints[12];
     m->input_rows = ints[13];
     m->eos_id = (int32_t)ints[14];
-    m->nslots = ints[15];
-    if (m->dim < 1 || m->dim > 4096 || m->osz < 1 || m->bucket < 1 || m->nslots < 1 || m->maxn > 64 || m->loss < LOSS_SOFTMAX ||
-        m->loss > LOSS_OVA) {
+    long long nslots = ints[15];
+    if (m->dim < 1 || m->dim > 4096 || m->osz < 1 || m->bucket < 1 || nslots < 1 || (nslots & (nslots - 1)) || m->maxn > 64 ||
+        m->loss < LOSS_SOFTMAX || m->loss > LOSS_OVA) {
         PyErr_SetString(PyExc_ValueError, "model: bad sizes");
         return -1;
     }
-    const char *names[12] = {"codes", "centroids", "input", "norms", "output", "left", "right", "prune_map", "slots", "vocab_bytes",
-                             "vocab_offsets", "vocab_types"};
-    for (int i = 0; i < 12; i++) {
+    m->slot_mask = (uint64_t)nslots - 1;
+    const char *names[10] = {"codes", "centroids", "input", "norms", "output", "left", "right", "prune_map", "slots", "vocab_bytes"};
+    for (int i = 0; i < 10; i++) {
         if (get_buf(PyTuple_GET_ITEM(o_model, 16 + i), &bufs[*nb], names[i]) < 0) return -1;
         (*nb)++;
     }
@@ -393,13 +427,15 @@ static int parse_model(PyObject *o_model, Model *m, Py_buffer *bufs, int *nb) {
     m->prune_map = bufs[7].buf;
     m->slots = bufs[8].buf;
     m->vocab_bytes = bufs[9].buf;
-    m->vocab_offsets = bufs[10].buf;
-    m->vocab_types = bufs[11].buf;
     if (m->loss == LOSS_HS && bufs[5].len < (Py_ssize_t)((2 * (int64_t)m->osz - 1) * sizeof(int32_t))) {
         PyErr_SetString(PyExc_ValueError, "model: the tree is too small");
         return -1;
     }
-    PyObject *prefix = PyTuple_GET_ITEM(o_model, 28);
+    if (bufs[8].len < (Py_ssize_t)(nslots * (long long)sizeof(Slot))) {
+        PyErr_SetString(PyExc_ValueError, "model: the vocabulary table is too small");
+        return -1;
+    }
+    PyObject *prefix = PyTuple_GET_ITEM(o_model, NFIELDS - 1);
     if (!PyBytes_Check(prefix)) {
         PyErr_SetString(PyExc_TypeError, "model: the label prefix must be bytes");
         return -1;
@@ -423,136 +459,146 @@ static int check_batch(Py_buffer *tb, Py_buffer *ob, Py_ssize_t out_len, Py_ssiz
     return ok ? 0 : -1;
 }
 
-typedef struct {
-    uint8_t *buf;
-    int32_t *hashes;
-    float *hidden, *scratch;
-    int32_t *path;
-} Scratch;
-
-static int scratch_alloc(Scratch *s, const Model *m, Py_ssize_t longest) {
-    s->buf = PyMem_Malloc(longest + 3);
-    s->hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
-    s->hidden = PyMem_Malloc(m->dim * sizeof(float));
-    s->scratch = PyMem_Malloc((m->osz + 1) * sizeof(float));
-    s->path = PyMem_Malloc(2 * (m->osz + 1) * sizeof(int32_t));
-    if (!s->buf || !s->hashes || !s->hidden || !s->scratch || !s->path) {
-        PyErr_NoMemory();
-        return -1;
+/* the path from the root to the label's leaf (hierarchical softmax) into path (root first), its length into *depth */
+static int label_path(const Model *m, int32_t label, int32_t *path, int32_t *depth) {
+    int32_t nodes = 2 * m->osz - 1, node = label, d = 0;
+    int32_t *up = path + m->osz + 1; /* scratch: leaf to root */
+    while (node != nodes - 1) {
+        int32_t parent = -1;
+        for (int32_t p = m->osz; p < nodes; p++)
+            if (m->left[p] == node || m->right[p] == node) {
+                parent = p;
+                break;
+            }
+        if (parent < 0 || d >= m->osz) {
+            PyErr_SetString(PyExc_ValueError, "model: the label is not in the tree");
+            return -1;
+        }
+        up[d++] = node;
+        node = parent;
     }
+    up[d++] = node;
+    for (int32_t i = 0; i < d; i++) path[i] = up[d - 1 - i];
+    *depth = d;
     return 0;
 }
 
-static void scratch_free(Scratch *s) {
-    PyMem_Free(s->buf);
-    PyMem_Free(s->hashes);
-    PyMem_Free(s->hidden);
-    PyMem_Free(s->scratch);
-    PyMem_Free(s->path);
-}
-
-static void release(Py_buffer *bufs, int nb) {
+/* predict (top1 = 1) and label_probs (top1 = 0): the arguments checked, the batch run without the GIL */
+static PyObject *batch(PyObject *args, int want_top1) {
+    PyObject *o_text, *o_off, *o_model, *o_label = NULL, *o_prob;
+    int label = -1;
+    int ok = want_top1 ? PyArg_ParseTuple(args, "OOO!OO", &o_text, &o_off, &PyTuple_Type, &o_model, &o_label, &o_prob)
+                       : PyArg_ParseTuple(args, "OOO!iO", &o_text, &o_off, &PyTuple_Type, &o_model, &label, &o_prob);
+    if (!ok) return NULL;
+    Model m;
+    Py_buffer bufs[16];
+    int nb = 0;
+    PyObject *result = NULL;
+    Job j = {0};
+    Py_ssize_t longest;
+    if (parse_model(o_model, &m, bufs, &nb) < 0) goto done;
+    if (!want_top1 && (label < 0 || label >= m.osz)) {
+        PyErr_SetString(PyExc_ValueError, "label: out of range");
+        goto done;
+    }
+    Py_buffer *tb = &bufs[nb], *ob = &bufs[nb + 1], *pb = &bufs[nb + 2], *lb = &bufs[nb + 3];
+    if (get_buf(o_text, tb, "texts") < 0) goto done;
+    nb++;
+    if (get_buf(o_off, ob, "offsets") < 0) goto done;
+    nb++;
+    if (get_buf(o_prob, pb, "probs") < 0) goto done;
+    nb++;
+    Py_ssize_t out_len = pb->len;
+    if (want_top1) {
+        if (get_buf(o_label, lb, "labels") < 0) goto done;
+        nb++;
+        if (lb->len < out_len) out_len = lb->len;
+        j.labels = lb->buf;
+    }
+    if (check_batch(tb, ob, out_len, 4, &j.n, &longest) < 0) goto done;
+    j.text = tb->buf;
+    j.off = ob->buf;
+    j.probs = pb->buf;
+    j.label = label;
+    j.buf = PyMem_Malloc(longest + 3);
+    j.hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
+    j.hidden = PyMem_Malloc(m.dim * sizeof(float));
+    j.scratch = PyMem_Malloc((m.osz + 1) * sizeof(float));
+    int32_t *path = PyMem_Malloc(2 * (m.osz + 1) * sizeof(int32_t));
+    j.path = path;
+    if (!j.buf || !j.hashes || !j.hidden || !j.scratch || !path) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (!want_top1 && m.loss == LOSS_HS && label_path(&m, label, path, &j.depth) < 0) goto done; /* once for the batch */
+    Py_BEGIN_ALLOW_THREADS;
+#ifdef HAVE_AVX2_CLONE
+    if (__builtin_cpu_supports("avx2")) run_avx2(&m, &j);
+    else
+#endif
+        run_generic(&m, &j);
+    Py_END_ALLOW_THREADS;
+    result = Py_None;
+    Py_INCREF(result);
+done:
+    PyMem_Free(j.buf);
+    PyMem_Free(j.hashes);
+    PyMem_Free(j.hidden);
+    PyMem_Free(j.scratch);
+    PyMem_Free((void *)j.path);
     for (int i = 0; i < nb; i++) PyBuffer_Release(&bufs[i]);
+    return result;
 }
 
 static PyObject *predict(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_text, *o_off, *o_model, *o_label, *o_prob;
-    if (!PyArg_ParseTuple(args, "OOO!OO", &o_text, &o_off, &PyTuple_Type, &o_model, &o_label, &o_prob)) return NULL;
-    Model m;
-    Py_buffer bufs[16];
-    int nb = 0;
-    PyObject *result = NULL;
-    Scratch s = {0};
-    Py_ssize_t n, longest;
-    if (parse_model(o_model, &m, bufs, &nb) < 0) goto done;
-    if (get_buf(o_text, &bufs[nb], "texts") < 0) goto done;
-    Py_buffer *tb = &bufs[nb++];
-    if (get_buf(o_off, &bufs[nb], "offsets") < 0) goto done;
-    Py_buffer *ob = &bufs[nb++];
-    if (get_buf(o_label, &bufs[nb], "labels") < 0) goto done;
-    Py_buffer *lb = &bufs[nb++];
-    if (get_buf(o_prob, &bufs[nb], "probs") < 0) goto done;
-    Py_buffer *pb = &bufs[nb++];
-    if (check_batch(tb, ob, lb->len < pb->len ? lb->len : pb->len, 4, &n, &longest) < 0) goto done;
-    if (scratch_alloc(&s, &m, longest) < 0) goto done;
-    {
-        const uint8_t *t = tb->buf;
-        const int64_t *off = ob->buf;
-        int32_t *labels = lb->buf;
-        float *probs = pb->buf;
-        Py_BEGIN_ALLOW_THREADS;
-        for (Py_ssize_t i = 0; i < n; i++)
-            predict_one(&m, t + off[i], off[i + 1] - off[i], s.buf, s.hashes, s.hidden, s.scratch, labels + i, probs + i);
-        Py_END_ALLOW_THREADS;
-    }
-    result = Py_None;
-    Py_INCREF(result);
-done:
-    scratch_free(&s);
-    release(bufs, nb);
-    return result;
+    return batch(args, 1);
 }
 
 static PyObject *label_probs(PyObject *self, PyObject *args) {
     (void)self;
-    PyObject *o_text, *o_off, *o_model, *o_prob;
-    int label;
-    if (!PyArg_ParseTuple(args, "OOO!iO", &o_text, &o_off, &PyTuple_Type, &o_model, &label, &o_prob)) return NULL;
-    Model m;
-    Py_buffer bufs[16];
+    return batch(args, 0);
+}
+
+/* The vocabulary table the kernel looks tokens up in: every entry (vocab_bytes[offsets[i]:offsets[i+1]]) in the first free slot
+ * from fastText's hash of it. slots: nslots * 4 uint32 (a power of two of slots, more than the entries), every id -1 (empty). */
+static PyObject *build_vocab(PyObject *self, PyObject *args) {
+    (void)self;
+    PyObject *o_bytes, *o_off, *o_slots;
+    if (!PyArg_ParseTuple(args, "OOO", &o_bytes, &o_off, &o_slots)) return NULL;
+    Py_buffer b[3];
     int nb = 0;
     PyObject *result = NULL;
-    Scratch s = {0};
-    Py_ssize_t n, longest;
-    if (parse_model(o_model, &m, bufs, &nb) < 0) goto done;
-    if (label < 0 || label >= m.osz) {
-        PyErr_SetString(PyExc_ValueError, "label: out of range");
-        goto done;
-    }
-    if (get_buf(o_text, &bufs[nb], "texts") < 0) goto done;
-    Py_buffer *tb = &bufs[nb++];
-    if (get_buf(o_off, &bufs[nb], "offsets") < 0) goto done;
-    Py_buffer *ob = &bufs[nb++];
-    if (get_buf(o_prob, &bufs[nb], "probs") < 0) goto done;
-    Py_buffer *pb = &bufs[nb++];
-    if (check_batch(tb, ob, pb->len, 4, &n, &longest) < 0) goto done;
-    if (scratch_alloc(&s, &m, longest) < 0) goto done;
-    int32_t depth = 0;
-    if (m.loss == LOSS_HS) { /* the path from the root to the label's leaf, found once for the batch */
-        int32_t nodes = 2 * m.osz - 1, node = label;
-        int32_t *up = s.path + m.osz + 1; /* scratch: leaf to root */
-        while (node != nodes - 1) {
-            int32_t parent = -1;
-            for (int32_t p = m.osz; p < nodes; p++)
-                if (m.left[p] == node || m.right[p] == node) {
-                    parent = p;
-                    break;
-                }
-            if (parent < 0 || depth >= m.osz) {
-                PyErr_SetString(PyExc_ValueError, "model: the label is not in the tree");
-                goto done;
-            }
-            up[depth++] = node;
-            node = parent;
-        }
-        up[depth++] = node;
-        for (int32_t d = 0; d < depth; d++) s.path[d] = up[depth - 1 - d];
-    }
+    if (get_buf(o_bytes, &b[nb], "vocab_bytes") < 0) goto done;
+    nb++;
+    if (get_buf(o_off, &b[nb], "offsets") < 0) goto done;
+    nb++;
+    if (get_buf(o_slots, &b[nb], "slots") < 0) goto done;
+    nb++;
     {
-        const uint8_t *t = tb->buf;
-        const int64_t *off = ob->buf;
-        float *probs = pb->buf;
-        Py_BEGIN_ALLOW_THREADS;
-        for (Py_ssize_t i = 0; i < n; i++)
-            probs[i] = label_prob_one(&m, t + off[i], off[i + 1] - off[i], s.buf, s.hashes, s.hidden, s.scratch, label, s.path, depth);
-        Py_END_ALLOW_THREADS;
+        const uint8_t *bytes = b[0].buf;
+        const int64_t *off = b[1].buf;
+        Slot *slots = b[2].buf;
+        Py_ssize_t n = b[1].len / (Py_ssize_t)sizeof(int64_t) - 1, nslots = b[2].len / (Py_ssize_t)sizeof(Slot);
+        int ok = n >= 0 && nslots > n && (nslots & (nslots - 1)) == 0 && b[0].len <= (Py_ssize_t)UINT32_MAX;
+        for (Py_ssize_t i = 0; ok && i < n; i++) ok = off[i] >= 0 && off[i] <= off[i + 1] && off[i + 1] <= b[0].len;
+        for (Py_ssize_t s = 0; ok && s < nslots; s++) ok = slots[s].id == -1;
+        if (!ok) {
+            PyErr_SetString(PyExc_ValueError, "build_vocab: the entries, their offsets and the table do not fit together");
+            goto done;
+        }
+        uint64_t mask = (uint64_t)nslots - 1;
+        for (Py_ssize_t i = 0; i < n; i++) {
+            uint32_t h = ft_hash(bytes + off[i], off[i + 1] - off[i], FNV_BASIS);
+            uint64_t s = h & mask;
+            while (slots[s].id >= 0) s = (s + 1) & mask;
+            slots[s] = (Slot){h, (int32_t)i, (uint32_t)off[i], (uint32_t)(off[i + 1] - off[i])};
+        }
     }
     result = Py_None;
     Py_INCREF(result);
 done:
-    scratch_free(&s);
-    release(bufs, nb);
+    for (int i = 0; i < nb; i++) PyBuffer_Release(&b[i]);
     return result;
 }
 
@@ -566,6 +612,10 @@ static PyMethodDef methods[] = {
      "label_probs(texts, offsets, model, label, probs) -> None\n\n"
      "The probability of label (its index) for each text, as fastText's predict(k=-1, threshold=0)\n"
      "reports it (0 where it does not report the label, NaN where it predicts nothing), into probs (float32)."},
+    {"build_vocab", build_vocab, METH_VARARGS,
+     "build_vocab(vocab_bytes, offsets, slots) -> None\n\n"
+     "Fill slots (uint32, 4 per slot: fastText's hash, entry id, offset, length; a power of two of slots,\n"
+     "every id -1) with the entries vocab_bytes[offsets[i]:offsets[i+1]], open addressing by fastText's hash."},
     {NULL, NULL, 0, NULL}};
 
 static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fasttext", "fastText supervised prediction (see _fasttext.c).", -1, methods,

@@ -10,13 +10,12 @@
  * softmax, or one-vs-all with fastText's sigmoid table. Same operations in the same order in
  * float32, so the results are fastText's bit for bit.
  *
- * Where the time goes (callgrind, a word-bigram model of 100 MB): the input rows, read at random
- * from a matrix larger than the caches. Each row's index is known as soon as its token (or
- * n-gram) is read, so it is prefetched then and summed WINDOW rows later (a ring: the same
- * order, the same sums), while the next tokens are read; the vocabulary is an open-addressing
- * table of {hash, id, offset, length} so a token costs one table slot and one compare of its
- * bytes; the additions are compiled for AVX2 too where the CPU has it (element-wise float32
- * additions: the same results as SSE2). One batch loop serves both entry points.
+ * Where the time goes (callgrind and timings, a word-bigram model of 100 MB): the input rows, read at random from a matrix
+ * larger than the caches, then the reading of tokens. So each row is prefetched as soon as its index is known and summed a few
+ * dozen rows later in a tight loop (see Rows); a line's tokens are read in chunks with their vocabulary slots and then those
+ * slots' bytes prefetched before they are looked up; the vocabulary is an open-addressing table of {hash, id, offset, length}
+ * (one slot and one compare of the bytes per token); the sums are compiled for AVX2 too where the CPU has it (element-wise
+ * float32 additions: the same results as SSE2). One batch loop serves both entry points.
  * Needs only Python.h.
  */
 #define PY_SSIZE_T_CLEAN
@@ -83,16 +82,79 @@ static inline int32_t vocab_id(const Model *m, const uint8_t *w, Py_ssize_t n, u
     }
 }
 
-/* The rows of a line, summed in fastText's order (so the float32 sums are fastText's): each row is prefetched when its index is
- * known and added WINDOW rows later. The input matrix is read at random rows, and the loads, not the additions, take the time. */
-#ifndef WINDOW
-#define WINDOW 16
-#endif
+/* The rows of a line, summed in fastText's order (so the float32 sums are fastText's). The input matrix is read at random rows,
+ * and the loads, not the additions, take the time: each row is prefetched as soon as its index is known, listed, and the list
+ * is summed every ROWS rows in a tight loop with the partial sums in registers (the next tokens are read while the last ROWS
+ * rows load). Measured on a 100 MB bigram model: better than a ring of rows summed one by one, a longer list, or prefetching
+ * only in the summing loop. */
+#define ROWS 64
 typedef struct {
     float *hidden;
-    uint64_t n;
-    int64_t rows[WINDOW];
-} Window;
+    int64_t n;
+    int64_t rows[ROWS];
+} Rows;
+
+#if defined(__GNUC__)
+#if !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi" /* v8f never crosses a call: every function using it is inlined */
+#endif
+typedef float v8f __attribute__((vector_size(32)));
+static ALWAYS_INLINE v8f load8(const float *p) {
+    v8f v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static ALWAYS_INLINE void store8(float *p, v8f v) { memcpy(p, &v, sizeof v); }
+#endif
+
+/* hidden[k] += row[k] for each listed row in order, element by element: the same float32 additions as fastText's addRow */
+static ALWAYS_INLINE void sum_dense(const Model *m, float *restrict hidden, const int64_t *rows, int64_t n) {
+    const float *in = m->input;
+    int64_t dim = m->dim, k = 0;
+#if defined(__GNUC__)
+    for (; k + 64 <= dim; k += 64) {
+        v8f a0 = load8(hidden + k), a1 = load8(hidden + k + 8), a2 = load8(hidden + k + 16), a3 = load8(hidden + k + 24);
+        v8f a4 = load8(hidden + k + 32), a5 = load8(hidden + k + 40), a6 = load8(hidden + k + 48), a7 = load8(hidden + k + 56);
+        for (int64_t i = 0; i < n; i++) {
+            const float *r = in + rows[i] * dim + k;
+            a0 += load8(r), a1 += load8(r + 8), a2 += load8(r + 16), a3 += load8(r + 24);
+            a4 += load8(r + 32), a5 += load8(r + 40), a6 += load8(r + 48), a7 += load8(r + 56);
+        }
+        store8(hidden + k, a0), store8(hidden + k + 8, a1), store8(hidden + k + 16, a2), store8(hidden + k + 24, a3);
+        store8(hidden + k + 32, a4), store8(hidden + k + 40, a5), store8(hidden + k + 48, a6), store8(hidden + k + 56, a7);
+    }
+    for (; k + 8 <= dim; k += 8) {
+        v8f a = load8(hidden + k);
+        for (int64_t i = 0; i < n; i++) a += load8(in + rows[i] * dim + k);
+        store8(hidden + k, a);
+    }
+#endif
+    for (; k < dim; k++) {
+        float a = hidden[k];
+        for (int64_t i = 0; i < n; i++) a += in[rows[i] * dim + k];
+        hidden[k] = a;
+    }
+}
+
+/* fastText's ProductQuantizer::addcode for each listed row, alpha = the row's norm */
+static ALWAYS_INLINE void sum_quantized(const Model *m, float *restrict hidden, const int64_t *rows, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        const uint8_t *code = m->codes + (int64_t)m->nsubq * rows[i];
+        float norm = m->norms[rows[i]];
+        for (int32_t q = 0; q < m->nsubq; q++) {
+            int32_t d = q == m->nsubq - 1 ? m->lastdsub : m->dsub;
+            const float *c = q == m->nsubq - 1 ? m->centroids + (int64_t)q * 256 * m->dsub + (int64_t)code[q] * m->lastdsub
+                                               : m->centroids + ((int64_t)q * 256 + code[q]) * m->dsub;
+            for (int32_t k = 0; k < d; k++) hidden[q * m->dsub + k] += norm * c[k];
+        }
+    }
+}
+
+static ALWAYS_INLINE void flush_rows(const Model *m, Rows *r) {
+    if (m->quant) sum_quantized(m, r->hidden, r->rows, r->n);
+    else sum_dense(m, r->hidden, r->rows, r->n);
+    r->n = 0;
+}
 
 static ALWAYS_INLINE void prefetch_row(const Model *m, int64_t row) {
     uintptr_t a, e;
@@ -107,47 +169,25 @@ static ALWAYS_INLINE void prefetch_row(const Model *m, int64_t row) {
     for (a &= ~(uintptr_t)63; a <= e; a += 64) __builtin_prefetch((const void *)a);
 }
 
-static ALWAYS_INLINE void sum_row(const Model *m, float *restrict hidden, int64_t row) {
-    if (m->quant) { /* fastText's ProductQuantizer::addcode with alpha = the row's norm */
-        const uint8_t *code = m->codes + (int64_t)m->nsubq * row;
-        float norm = m->norms[row];
-        for (int32_t q = 0; q < m->nsubq; q++) {
-            int32_t d = q == m->nsubq - 1 ? m->lastdsub : m->dsub;
-            const float *c = q == m->nsubq - 1 ? m->centroids + (int64_t)q * 256 * m->dsub + (int64_t)code[q] * m->lastdsub
-                                               : m->centroids + ((int64_t)q * 256 + code[q]) * m->dsub;
-            for (int32_t k = 0; k < d; k++) hidden[q * m->dsub + k] += norm * c[k];
-        }
-    } else {
-        const float *restrict r = m->input + row * m->dim;
-        for (int32_t k = 0; k < m->dim; k++) hidden[k] += r[k];
-    }
-}
-
-static ALWAYS_INLINE void add_row(const Model *m, Window *w, int64_t row) {
+static ALWAYS_INLINE void add_row(const Model *m, Rows *r, int64_t row) {
     prefetch_row(m, row);
-    int64_t *slot = &w->rows[w->n % WINDOW];
-    if (w->n >= WINDOW) sum_row(m, w->hidden, *slot);
-    *slot = row;
-    w->n++;
+    if (r->n == ROWS) flush_rows(m, r);
+    r->rows[r->n++] = row;
 }
 
-static ALWAYS_INLINE void drain(const Model *m, Window *w) {
-    for (uint64_t i = w->n > WINDOW ? w->n - WINDOW : 0; i < w->n; i++) sum_row(m, w->hidden, w->rows[i % WINDOW]);
-}
-
-static ALWAYS_INLINE void push_bucket(const Model *m, Window *w, int64_t *count, int32_t h) {
+static ALWAYS_INLINE void push_bucket(const Model *m, Rows *r, int64_t *count, int32_t h) {
     if (m->prune_size == 0 || h < 0) return;
     int64_t id = h;
     if (m->prune_size > 0) {
         id = m->prune_map[h];
         if (id < 0) return;
     }
-    add_row(m, w, m->nwords + id);
+    add_row(m, r, m->nwords + id);
     (*count)++;
 }
 
 /* fastText's computeSubwords over "<" + token + ">" (bytes in w[0:n]) */
-static ALWAYS_INLINE void add_subwords(const Model *m, Window *win, int64_t *count, const uint8_t *w, Py_ssize_t n) {
+static ALWAYS_INLINE void add_subwords(const Model *m, Rows *r, int64_t *count, const uint8_t *w, Py_ssize_t n) {
     for (Py_ssize_t i = 0; i < n; i++) {
         if ((w[i] & 0xC0) == 0x80) continue;
         uint32_t h = FNV_BASIS;
@@ -159,72 +199,106 @@ static ALWAYS_INLINE void add_subwords(const Model *m, Window *win, int64_t *cou
                 h = ft_hash(w + j, 1, h);
                 j++;
             }
-            if (len >= m->minn && !(len == 1 && (i == 0 || j == n))) push_bucket(m, win, count, (int32_t)(h % (uint32_t)m->bucket));
+            if (len >= m->minn && !(len == 1 && (i == 0 || j == n))) push_bucket(m, r, count, (int32_t)(h % (uint32_t)m->bucket));
         }
     }
+}
+
+/* A line's tokens are read TOKENS at a time: read (their vocabulary slots prefetched), their slots' bytes prefetched, then looked
+ * up; the vocabulary is a table of several MB read at random, so its loads too are better in flight together. */
+#define TOKENS 256
+typedef struct {
+    const uint8_t *w;
+    Py_ssize_t n;
+    uint32_t h;
+} Token;
+
+/* fastText's readWord up to TOKENS times from text[*pos:len]; returns how many were read, *stop: the line ended
+ * (a newline, which is the end-of-sentence token, or that token written out) */
+static ALWAYS_INLINE int read_tokens(const Model *m, const uint8_t *text, Py_ssize_t len, Py_ssize_t *pos, Token *t, int *stop) {
+    Py_ssize_t p = *pos;
+    int k = 0;
+    *stop = 0;
+    while (k < TOKENS) {
+        while (p < len && SEPARATOR[text[p]] && text[p] != '\n') p++; /* skip separators; a newline alone is a token */
+        if (p >= len) {
+            *stop = 1;
+            break;
+        }
+        if (text[p] == '\n') {
+            p++;
+            t[k].w = (const uint8_t *)"</s>";
+            t[k].n = 4;
+            t[k].h = ft_hash(t[k].w, 4, FNV_BASIS);
+        } else { /* the token's bytes, hashed as they are read; the separator after it stays for the next token */
+            Py_ssize_t start = p;
+            uint32_t h = FNV_BASIS;
+            do {
+                h ^= (uint32_t)(int8_t)text[p];
+                h *= 16777619u;
+                p++;
+            } while (p < len && !SEPARATOR[text[p]]);
+            t[k].w = text + start;
+            t[k].n = p - start;
+            t[k].h = h;
+        }
+        __builtin_prefetch(&m->slots[t[k].h & m->slot_mask]);
+        if (t[k].n == 4 && memcmp(t[k].w, "</s>", 4) == 0) { /* getLine stops at the end-of-sentence token */
+            k++;
+            *stop = 1;
+            break;
+        }
+        k++;
+    }
+    *pos = p;
+    return k;
 }
 
 /* fastText's getLine + computeHidden: the hidden vector of one line (averaged); returns how many rows were summed (0: none).
  * buf: room for the longest token + 2; hashes: for every token of the line. */
 static ALWAYS_INLINE int64_t compute_hidden(const Model *m, const uint8_t *text, Py_ssize_t len, uint8_t *buf, int32_t *hashes,
-                                            float *out) {
+                                            Token *toks, Rows *rows, float *out) {
     int64_t count = 0, nhash = 0;
     memset(out, 0, m->dim * sizeof(float));
-    Window win;
-    win.hidden = out;
-    win.n = 0;
+    rows->hidden = out;
+    rows->n = 0;
     Py_ssize_t pos = 0;
-    for (;;) {
-        /* readWord: skip separators; a newline alone is the end-of-sentence token; the end of the text ends the line */
-        while (pos < len && SEPARATOR[text[pos]] && text[pos] != '\n') pos++;
-        if (pos >= len) break;
-        const uint8_t *w;
-        Py_ssize_t wn;
-        uint32_t h;
-        int eos = text[pos] == '\n';
-        if (eos) {
-            pos++;
-            w = (const uint8_t *)"</s>";
-            wn = 4;
-            h = ft_hash(w, 4, FNV_BASIS);
-        } else { /* the token's bytes, hashed as they are read; the separator after it stays for the next call */
-            Py_ssize_t start = pos;
-            h = FNV_BASIS;
-            do {
-                h ^= (uint32_t)(int8_t)text[pos];
-                h *= 16777619u;
-                pos++;
-            } while (pos < len && !SEPARATOR[text[pos]]);
-            w = text + start;
-            wn = pos - start;
+    int stop = 0;
+    while (!stop) {
+        int nt = read_tokens(m, text, len, &pos, toks, &stop);
+        for (int i = 0; i < nt; i++) { /* the bytes of the (likely) entry */
+            const Slot *e = &m->slots[toks[i].h & m->slot_mask];
+            if (e->hash == toks[i].h) __builtin_prefetch(m->vocab_bytes + e->off);
         }
-        int32_t wid = vocab_id(m, w, wn, h);
-        /* entries are words first, then labels; an unknown token is a label when it starts with the label prefix */
-        int label = wid >= 0 ? wid >= m->nwords : wn >= m->label_prefix_len && memcmp(w, m->label_prefix, m->label_prefix_len) == 0;
-        if (!label) {
+        for (int i = 0; i < nt; i++) {
+            const uint8_t *w = toks[i].w;
+            Py_ssize_t wn = toks[i].n;
+            int32_t wid = vocab_id(m, w, wn, toks[i].h);
+            /* entries are words first, then labels; an unknown token is a label when it starts with the label prefix */
+            int label = wid >= 0 ? wid >= m->nwords : wn >= m->label_prefix_len && memcmp(w, m->label_prefix, m->label_prefix_len) == 0;
+            if (label) continue;
             if (wid >= 0) {
-                add_row(m, &win, wid);
+                add_row(m, rows, wid);
                 count++;
             }
             if (m->maxn > 0 && wid != m->eos_id) { /* the end-of-sentence token has no subwords (and is always known) */
                 buf[0] = '<';
                 memcpy(buf + 1, w, wn);
                 buf[wn + 1] = '>';
-                add_subwords(m, &win, &count, buf, wn + 2);
+                add_subwords(m, rows, &count, buf, wn + 2);
             }
-            hashes[nhash++] = (int32_t)h; /* fastText keeps word hashes as int32 */
+            hashes[nhash++] = (int32_t)toks[i].h; /* fastText keeps word hashes as int32 */
         }
-        if (eos || (wn == 4 && memcmp(w, "</s>", 4) == 0)) break; /* getLine stops at the end-of-sentence token */
     }
     /* word n-grams (fastText's addWordNgrams) */
     for (int64_t i = 0; i < nhash && m->word_ngrams > 1; i++) {
         uint64_t h = (uint64_t)(int64_t)hashes[i]; /* sign-extended, as fastText's int32 -> uint64 */
         for (int64_t j = i + 1; j < nhash && j < i + m->word_ngrams; j++) {
             h = h * 116049371ULL + (uint64_t)(int64_t)hashes[j];
-            push_bucket(m, &win, &count, (int32_t)(h % (uint64_t)m->bucket));
+            push_bucket(m, rows, &count, (int32_t)(h % (uint64_t)m->bucket));
         }
     }
-    drain(m, &win);
+    flush_rows(m, rows);
     if (count == 0) return 0;
     float a = (float)(1.0 / (double)count);
     for (int32_t k = 0; k < m->dim; k++) out[k] *= a;
@@ -353,12 +427,14 @@ typedef struct {
     const int32_t *path;
     uint8_t *buf;
     int32_t *hashes;
+    Token *toks;
+    Rows *rows;
     float *hidden, *scratch;
 } Job;
 
 static ALWAYS_INLINE void run_impl(const Model *m, const Job *j) {
     for (Py_ssize_t i = 0; i < j->n; i++) {
-        int empty = compute_hidden(m, j->text + j->off[i], j->off[i + 1] - j->off[i], j->buf, j->hashes, j->hidden) == 0;
+        int empty = compute_hidden(m, j->text + j->off[i], j->off[i + 1] - j->off[i], j->buf, j->hashes, j->toks, j->rows, j->hidden) == 0;
         if (j->labels == NULL) j->probs[i] = empty ? NAN : label_prob(m, j->hidden, j->scratch, j->label, j->path, j->depth);
         else if (empty) j->labels[i] = -1, j->probs[i] = 0.0f;
         else top1(m, j->hidden, j->scratch, j->labels + i, j->probs + i);
@@ -524,9 +600,11 @@ static PyObject *batch(PyObject *args, int want_top1) {
     j.hashes = PyMem_Malloc((longest + 2) * sizeof(int32_t));
     j.hidden = PyMem_Malloc(m.dim * sizeof(float));
     j.scratch = PyMem_Malloc((m.osz + 1) * sizeof(float));
+    j.toks = PyMem_Malloc(TOKENS * sizeof(Token));
+    j.rows = PyMem_Malloc(sizeof(Rows));
     int32_t *path = PyMem_Malloc(2 * (m.osz + 1) * sizeof(int32_t));
     j.path = path;
-    if (!j.buf || !j.hashes || !j.hidden || !j.scratch || !path) {
+    if (!j.buf || !j.hashes || !j.toks || !j.rows || !j.hidden || !j.scratch || !path) {
         PyErr_NoMemory();
         goto done;
     }
@@ -543,6 +621,8 @@ static PyObject *batch(PyObject *args, int want_top1) {
 done:
     PyMem_Free(j.buf);
     PyMem_Free(j.hashes);
+    PyMem_Free(j.toks);
+    PyMem_Free(j.rows);
     PyMem_Free(j.hidden);
     PyMem_Free(j.scratch);
     PyMem_Free((void *)j.path);

@@ -399,14 +399,12 @@ def _huffman(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pack(texts: list[str]) -> tuple[bytes, np.ndarray]:
-    """The texts as the kernel reads them: UTF-8 lines (a lone surrogate becomes ``?``), and their offsets.
-
-    One join and one encoding of the whole batch; only a text that is not ASCII is encoded on its own too (its length in bytes).
-    """
-    sizes = [len(t) + 1 if t.isascii() else len(t.encode("utf-8", "replace")) + 1 for t in texts]
-    offsets = np.zeros(len(texts) + 1, np.int64)
-    np.cumsum(sizes, out=offsets[1:])
-    return "\n".join([*texts, ""]).encode("utf-8", "replace"), offsets
+    """The texts as the kernel reads them: UTF-8 lines (a lone surrogate becomes ``?``), and their offsets (one copy joins them)."""
+    data = [t.encode("utf-8", "replace") for t in texts]
+    offsets = np.zeros(len(data) + 1, np.int64)
+    np.cumsum([len(d) + 1 for d in data], out=offsets[1:])
+    data.append(b"")
+    return b"\n".join(data), offsets
 
 
 @dataclass

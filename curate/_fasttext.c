@@ -136,17 +136,22 @@ static ALWAYS_INLINE void sum_dense(const Model *m, float *restrict hidden, cons
     }
 }
 
-/* fastText's ProductQuantizer::addcode for each listed row, alpha = the row's norm */
+/* fastText's ProductQuantizer::addcode for each listed row, alpha = the row's norm (each element: one addition a row) */
 static ALWAYS_INLINE void sum_quantized(const Model *m, float *restrict hidden, const int64_t *rows, int64_t n) {
+    const int32_t nsubq = m->nsubq, dsub = m->dsub, lastdsub = m->lastdsub;
+    const float *centroids = m->centroids, *norms = m->norms, *last = centroids + (int64_t)(nsubq - 1) * 256 * dsub;
+    const uint8_t *codes = m->codes;
+    float *hlast = hidden + (int64_t)(nsubq - 1) * dsub;
     for (int64_t i = 0; i < n; i++) {
-        const uint8_t *code = m->codes + (int64_t)m->nsubq * rows[i];
-        float norm = m->norms[rows[i]];
-        for (int32_t q = 0; q < m->nsubq; q++) {
-            int32_t d = q == m->nsubq - 1 ? m->lastdsub : m->dsub;
-            const float *c = q == m->nsubq - 1 ? m->centroids + (int64_t)q * 256 * m->dsub + (int64_t)code[q] * m->lastdsub
-                                               : m->centroids + ((int64_t)q * 256 + code[q]) * m->dsub;
-            for (int32_t k = 0; k < d; k++) hidden[q * m->dsub + k] += norm * c[k];
+        const uint8_t *code = codes + (int64_t)nsubq * rows[i];
+        float norm = norms[rows[i]];
+        for (int32_t q = 0; q < nsubq - 1; q++) {
+            const float *c = centroids + ((int64_t)q * 256 + code[q]) * dsub;
+            float *h = hidden + (int64_t)q * dsub;
+            for (int32_t k = 0; k < dsub; k++) h[k] += norm * c[k];
         }
+        const float *c = last + (int64_t)code[nsubq - 1] * lastdsub;
+        for (int32_t k = 0; k < lastdsub; k++) hlast[k] += norm * c[k];
     }
 }
 
@@ -156,16 +161,10 @@ static ALWAYS_INLINE void flush_rows(const Model *m, Rows *r) {
     r->n = 0;
 }
 
+/* a dense row's cache lines (a product-quantized input is a few bytes a row: the models are small enough to stay cached) */
 static ALWAYS_INLINE void prefetch_row(const Model *m, int64_t row) {
-    uintptr_t a, e;
-    if (m->quant) {
-        a = (uintptr_t)(m->codes + (int64_t)m->nsubq * row);
-        e = a + (uintptr_t)m->nsubq - 1;
-        __builtin_prefetch(m->norms + row);
-    } else {
-        a = (uintptr_t)(m->input + row * m->dim);
-        e = a + (uintptr_t)m->dim * sizeof(float) - 1;
-    }
+    if (m->quant) return;
+    uintptr_t a = (uintptr_t)(m->input + row * m->dim), e = a + (uintptr_t)m->dim * sizeof(float) - 1;
     for (a &= ~(uintptr_t)63; a <= e; a += 64) __builtin_prefetch((const void *)a);
 }
 

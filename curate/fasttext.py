@@ -247,9 +247,19 @@ class ModelFile:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _array(self, dtype: str, count: int, offset: int) -> np.ndarray:
-        """A copy, not a view: the kernel must not read a file that may be rewritten in place (and the mapping can close)."""
-        return np.frombuffer(self.buf, dtype=dtype, count=count, offset=offset).copy()
+    def _array(self, dtype: str, count: int, offset: int, align: int = 0) -> np.ndarray:
+        """A copy, not a view: the kernel must not read a file that may be rewritten in place (and the mapping can close).
+
+        ``align``: the copy starts at a multiple of that many bytes (the input matrix: a 256-byte row in 4 cache lines, not 5).
+        """
+        src = np.frombuffer(self.buf, dtype=dtype, count=count, offset=offset)
+        if not align:
+            return src.copy()
+        raw = np.empty(src.nbytes + align, np.uint8)
+        start = -raw.ctypes.data % align
+        out = raw[start : start + src.nbytes].view(src.dtype)
+        out[:] = src
+        return out
 
     def kernel(self) -> KernelModel | None:
         """The model as the compiled kernel runs it, or None: not a kind it runs, or no kernel (the fastText library predicts)."""
@@ -300,7 +310,7 @@ class ModelFile:
                     return None
                 norms = self._array("<f4", KSUB, npq.centroids)[self._array("u1", inp.rows, inp.norm_codes)]
         else:
-            dense = self._array("<f4", inp.rows * inp.cols, inp.data)
+            dense = self._array("<f4", inp.rows * inp.cols, inp.data, align=64)
         out = self.output
         if self.qout or out.cols != dim or out.rows != nlabels:
             return None
@@ -311,23 +321,21 @@ class ModelFile:
             return None
         if b"</s>" not in words[:nwords]:
             return None
-        # the vocabulary as an open-addressing table by fastText's hash
-        nslots = max(16, 2 * size + 1)
-        slots = np.full(nslots, -1, np.int32)
-        for i, w in enumerate(words):
-            s = fasttext_hash(w) % nslots
-            while slots[s] >= 0:
-                s = (s + 1) % nslots
-            slots[s] = i
+        # the vocabulary as an open-addressing table by fastText's hash (the kernel builds it): a power of two of slots, half free
+        vocab_bytes = b"".join(words)
+        if len(vocab_bytes) > 0xFFFFFFFF:
+            return None
         vocab_offsets = np.zeros(size + 1, np.int64)
         np.cumsum([len(w) for w in words], out=vocab_offsets[1:])
+        nslots = 1 << max(4, (2 * size).bit_length())
+        slots = np.full(4 * nslots, 0xFFFFFFFF, np.uint32)  # hash, id (-1: empty), offset, length
+        _native.build_vocab(vocab_bytes, vocab_offsets, slots)
         hs = a.loss == _HS
         left, right = _huffman(counts[nwords:]) if hs else (np.zeros(1, np.int32), np.zeros(1, np.int32))
         fields = (
             dim, a.minn, a.maxn, a.word_ngrams, bucket, nwords, _KERNEL_LOSS[a.loss], nlabels, prune_size, nsubq, dsub, lastdsub, int(inp.quantized),
             rows, words.index(b"</s>"), nslots,
-            codes, centroids, dense, norms, np.ascontiguousarray(output), left, right, prune_map, slots, b"".join(words), vocab_offsets,
-            np.array(types, np.int8), LABEL_PREFIX.encode(),
+            codes, centroids, dense, norms, np.ascontiguousarray(output), left, right, prune_map, slots, vocab_bytes, LABEL_PREFIX.encode(),
         )  # fmt: skip
         return KernelModel(list(self.labels), fields)
 
@@ -371,15 +379,6 @@ def model_fingerprint(path: str | os.PathLike) -> str:
 # --------------------------------------------------------------------------- the compiled kernel
 
 
-def fasttext_hash(word: bytes) -> int:
-    """fastText's word hash: FNV-1a over the bytes, each sign-extended (``uint32_t(int8_t(c))``)."""
-    h = 2166136261
-    for c in word:
-        h ^= (c - 256 if c > 127 else c) & 0xFFFFFFFF
-        h = (h * 16777619) & 0xFFFFFFFF
-    return h
-
-
 def _huffman(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
     """fastText's hierarchical-softmax tree over labels sorted by count (HierarchicalSoftmaxLoss::buildTree)."""
     osz = len(counts)
@@ -400,11 +399,12 @@ def _huffman(counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _pack(texts: list[str]) -> tuple[bytes, np.ndarray]:
-    """The texts as the kernel reads them: UTF-8 lines (a lone surrogate becomes ``?``), and their offsets."""
-    data = [t.encode("utf-8", "replace") + b"\n" for t in texts]
+    """The texts as the kernel reads them: UTF-8 lines (a lone surrogate becomes ``?``), and their offsets (one copy joins them)."""
+    data = [t.encode("utf-8", "replace") for t in texts]
     offsets = np.zeros(len(data) + 1, np.int64)
-    np.cumsum([len(d) for d in data], out=offsets[1:])
-    return b"".join(data), offsets
+    np.cumsum([len(d) + 1 for d in data], out=offsets[1:])
+    data.append(b"")
+    return b"\n".join(data), offsets
 
 
 @dataclass

@@ -94,6 +94,51 @@ def test_kernel_matches_fasttext_bit_for_bit_on_every_loss(models):
             assert ours.dtype == np.float32 and np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)), (loss, label)
 
 
+def test_kernel_matches_fasttext_on_long_lines_and_at_its_chunk_edges(models):
+    """Lines longer than what the kernel reads at once (256 tokens, 64 rows summed at a time), the end-of-sentence token written
+    out at a chunk's edge, a label and NULs inside a line, non-ASCII: every probability and top-1 label bit for bit fastText's."""
+    if _native is None:
+        pytest.skip("the compiled kernel is not built")
+    rng = random.Random(11)
+    words = HQ + CC + ["unknownword", "zzz"]
+    lines = [" ".join(rng.choice(words) for _ in range(n)) for n in (63, 64, 65, 255, 256, 257, 511, 512, 3000)]
+    lines += [" ".join(["the"] * k + ["</s>"] + ["casino"] * 40) for k in (254, 255, 256, 257, 300)]
+    lines += ["  ".join(rng.choice(words) for _ in range(400)) + " __label__hq " + "x\x00y " * 50, "é" * 1000, "naïve été " * 700]
+    for loss in ("softmax", "hs", "ova"):  # ova: character n-grams too (minn 2, maxn 4)
+        c = Classifier(models[loss])
+        for label in ("__label__hq", "__label__cc"):
+            ours, theirs = c.probabilities(lines, label), _fasttext_probs(models[loss], lines, label)
+            assert np.array_equal(ours.view(np.uint32), theirs.view(np.uint32)), (loss, label)
+        labels, probs = c.kernel.predict(lines)
+        want_labels, want_probs = fasttext.load_model(str(models[loss])).predict(lines, k=1)
+        assert labels == [lab[0] for lab in want_labels], loss
+        assert np.array_equal(probs.view(np.uint32), np.array([p[0] for p in want_probs], np.float32).view(np.uint32)), loss
+
+
+def test_kernel_reads_each_text_as_one_utf8_line():
+    """What the kernel is given: each text's UTF-8 (a lone surrogate as ``?``) and a newline, at offsets."""
+    from curate.fasttext import _pack
+
+    data, offsets = _pack(["ab", "", "é\ud800x", "a\nb"])
+    assert data == b"ab\n\n\xc3\xa9?x\na\nb\n" and offsets.tolist() == [0, 3, 4, 9, 13]
+
+
+def test_kernel_vocabulary_table_checks_its_sizes():
+    """The table the kernel looks tokens up in: a power of two of slots, more than the entries, all empty; else a ValueError."""
+    if _native is None:
+        pytest.skip("the compiled kernel is not built")
+    offsets = np.array([0, 1, 2], np.int64)
+    for nslots in (2, 3, 6):  # not more than the entries; not a power of two
+        with pytest.raises(ValueError):
+            _native.build_vocab(b"ab", offsets, np.full(4 * nslots, 0xFFFFFFFF, np.uint32))
+    slots = np.full(4 * 4, 0xFFFFFFFF, np.uint32)
+    _native.build_vocab(b"ab", offsets, slots)
+    table = slots.reshape(-1, 4)
+    assert sorted(table[table[:, 1] != 0xFFFFFFFF, 1].tolist()) == [0, 1]  # both entries placed
+    with pytest.raises(ValueError):  # a table already filled
+        _native.build_vocab(b"ab", offsets, slots)
+
+
 def test_dclm_preparation_is_newlines_to_spaces_only():
     text = "  First line\nsecond\u00a0line\r\n\tthird  \n"
     assert normalize_text(text, "dclm") == " ".join(text.strip().splitlines()) == "First line second\u00a0line \tthird"

@@ -349,6 +349,17 @@ _SCORED_MIN_CHARS = 25
 _SIBLING_SHARE = 0.2
 
 
+def _passed(tree, comments: bool, main_content: bool, skip: list[str] | None = None) -> str:  # noqa: ANN001 - a resiliparse HTMLTree
+    """``tree``'s text as resiliparse gives it in ``minimal_html`` form (main content or all of it), through :func:`boilerplate_pass`."""
+    from resiliparse.extract.html2text import extract_plain_text
+
+    marked = extract_plain_text(
+        tree, main_content=main_content, comments=comments, alt_texts=False, form_fields=False, noscript=False,
+        preserve_formatting="minimal_html", links=True, skip_elements=skip,
+    )  # fmt: skip
+    return boilerplate_pass(_fast_lines(marked), comments)
+
+
 def densest_text(tree, comments: bool = False) -> str:  # noqa: ANN001 - a resiliparse HTMLTree
     """The text of the page's densest block, for when resiliparse's main-content mode missed the article.
 
@@ -359,7 +370,6 @@ def densest_text(tree, comments: bool = False) -> str:  # noqa: ANN001 - a resil
     :func:`boilerplate_pass`. Readability's idea, in resiliparse's DOM: on the pages where ``fast``
     falls back it matches trafilatura's token F1 (docs/benchmarks/extract_quality.md) at a fraction
     of its cost, and needs no second parser."""
-    from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree, NodeType
 
     body = tree.body
@@ -386,12 +396,7 @@ def densest_text(tree, comments: bool = False) -> str:  # noqa: ANN001 - a resil
     parts = [best]
     if best.parent is not None:
         parts = [c for c in best.parent.children if c == best or score.get(c, 0) >= _SIBLING_SHARE * score[best]]
-    block = HTMLTree.parse("<html><body>" + "".join(c.html for c in parts) + "</body></html>")
-    marked = extract_plain_text(
-        block, main_content=False, comments=comments, alt_texts=False, form_fields=False, noscript=False,
-        preserve_formatting="minimal_html", links=True,
-    )  # fmt: skip
-    return boilerplate_pass(_fast_lines(marked), comments)
+    return _passed(HTMLTree.parse("<html><body>" + "".join(c.html for c in parts) + "</body></html>"), comments, main_content=False)
 
 
 @extractor("fast", help="resiliparse with a boilerplate pass and a densest-block fallback; the best main-content F1 here", order=40,
@@ -415,7 +420,6 @@ def extract_fast(html: str, comments: bool = False) -> str:
     ~1.3 s of imports per process, for no better text on the pages that need it.
     A page of headings only keeps them (the pass drops trailing headings only after other text).
     """
-    from resiliparse.extract.html2text import extract_plain_text
     from resiliparse.parse.html import HTMLTree
 
     tree = HTMLTree.parse(html)
@@ -423,23 +427,14 @@ def extract_fast(html: str, comments: bool = False) -> str:
         html = tree.document.html  # what the <p> share sees: the page without its hidden boxes
     text = ""
     for skip in (_SKIP_CSS, None):
-        marked = extract_plain_text(
-            tree, main_content=True, comments=comments, alt_texts=False, form_fields=False, noscript=False,
-            preserve_formatting="minimal_html", links=True, skip_elements=skip,
-        )  # fmt: skip
-        text = boilerplate_pass(_fast_lines(marked), comments)
+        text = _passed(tree, comments, main_content=True, skip=skip)
         if len(text) >= _FAST_MIN_CHARS:
             break
     else:
         # Too short. The densest block only where the whole page, minus its furniture, holds
         # more text than that: on a page of menus, a login box or keyword spam there is no
         # article to find (issue 26: 2 of 3 fallbacks on CommonCrawl-like pages).
-        marked = extract_plain_text(
-            tree, main_content=False, comments=comments, alt_texts=False, form_fields=False, noscript=False,
-            preserve_formatting="minimal_html", links=True,
-        )  # fmt: skip
-        whole = boilerplate_pass(_fast_lines(marked), comments)
-        if len(whole) < _FAST_MIN_CHARS:
+        if len(_passed(tree, comments, main_content=False)) < _FAST_MIN_CHARS:
             return text
         other = densest_text(tree, comments)
         return other if len(other) > len(text) else text

@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "sample_data"))
 
 from build_pile import archive_members, r_character_vectors, rst_to_text  # noqa: E402
+from corpus.sources import fetch  # noqa: E402
 
 from curate.stages.quality.data import NEG_LABEL, POS_LABEL, ClassInput  # noqa: E402
 from curate.stages.quality.train import TrainConfig, train_classifier  # noqa: E402
@@ -77,16 +78,6 @@ SAMPLE_TRAIN = {"epoch": 20, "lr": 0.5, "valid_fraction": 0.2}  # pipelines/samp
 
 
 # --------------------------------------------------------------------------- the sets
-
-
-def fetch_deb(cache: Path, name: str, version: str) -> Path:
-    folder = cache / "dl"
-    folder.mkdir(parents=True, exist_ok=True)
-    pattern = f"{name}_{version.replace(':', '%3a')}_*.deb"
-    if not sorted(folder.glob(pattern)):
-        print(f"bench_quality_train: apt-get download {name}={version}", file=sys.stderr)
-        subprocess.run(["apt-get", "download", "-q", f"{name}={version}"], cwd=folder, check=True, stdout=subprocess.DEVNULL)
-    return sorted(folder.glob(pattern))[0]
 
 
 def fold(text: str) -> str:
@@ -157,7 +148,7 @@ def debian_changelog_entries(text: str) -> list[str]:
 
 def debian_texts(cache: Path) -> tuple[dict[str, list[str]], dict[str, list[str]], dict[str, str]]:
     """(positive source -> paragraphs, negative source -> paragraphs, package -> sha256) from the pinned packages."""
-    debs = {n: fetch_deb(cache, n, v) for n, v in DEBS.items()}
+    debs = {n: fetch(cache, "deb", n, v) for n, v in DEBS.items()}
     m = {n: archive_members(p) for n, p in debs.items()}
     pos: dict[str, list[str]] = {}
     neg: dict[str, list[str]] = {}
